@@ -1,0 +1,156 @@
+//! The command line: parse, validate the shape of arguments, and nothing else.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::crash::Mode;
+use crate::outbox::model::parse_amount;
+use crate::outbox::variant::Variant;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "crashlab",
+    version,
+    about = "Crash-recovery experiments on real processes and real SQLite files",
+    long_about = "Runs each phase of an experiment as a fresh OS process, crashes it at a named point \
+                  right after a real commit, restarts, reads the files back, and records the evidence."
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Where a phase may be stopped.
+#[derive(Args, Debug, Clone)]
+pub struct CrashArgs {
+    /// Crash at the N-th time POINT is reached (`crashlab points` lists them)
+    #[arg(long, value_name = "POINT[@N]")]
+    pub crash_at: Option<String>,
+    /// How the crash stops the process
+    #[arg(long, value_enum, default_value_t = Mode::Exit)]
+    pub crash_mode: Mode,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Lab 14 business transaction: contract + Outbox row in one commit
+    Sender {
+        #[arg(long, value_name = "FILE")]
+        db: PathBuf,
+        #[arg(long, requires_all = ["amount", "message"], conflicts_with = "generate")]
+        contract: Option<String>,
+        #[arg(long, value_parser = parse_amount)]
+        amount: Option<i64>,
+        #[arg(long)]
+        message: Option<String>,
+        /// Write N generated contracts (C000001…, M000001…), amounts from --seed
+        #[arg(long, value_name = "N", required_unless_present = "contract")]
+        generate: Option<usize>,
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Contracts per transaction
+        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+        batch: u32,
+        #[command(flatten)]
+        crash: CrashArgs,
+    },
+    /// Lab 14 publisher: queue commit first, then mark the Outbox rows sent
+    Publisher {
+        #[arg(long, value_name = "FILE")]
+        sender: PathBuf,
+        #[arg(long, value_name = "FILE")]
+        queue: PathBuf,
+        /// Outbox rows per queue transaction
+        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+        batch: u32,
+        #[arg(long, value_enum, default_value_t = Variant::Correct)]
+        variant: Variant,
+        #[command(flatten)]
+        crash: CrashArgs,
+    },
+    /// Lab 14 consumer: Inbox + ledger in one receiver commit, then ack
+    Consumer {
+        #[arg(long, value_name = "FILE")]
+        queue: PathBuf,
+        #[arg(long, value_name = "FILE")]
+        receiver: PathBuf,
+        /// This consumer's name; a restart under the same name takes its claims back at once
+        #[arg(long, default_value = "c1")]
+        consumer_id: String,
+        /// How long a claim lasts before another consumer may take it over
+        #[arg(long, default_value_t = 30_000, value_parser = clap::value_parser!(i64).range(1..=86_400_000))]
+        lease_ms: i64,
+        /// Deliveries per claim, receiver transaction and ack transaction
+        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+        batch: u32,
+        #[arg(long, value_enum, default_value_t = Variant::Correct)]
+        variant: Variant,
+        /// Delete Inbox rows older than this before consuming (default: keep forever)
+        #[arg(long, value_parser = clap::value_parser!(i64).range(0..=315_360_000_000))]
+        inbox_retention_ms: Option<i64>,
+        #[command(flatten)]
+        crash: CrashArgs,
+    },
+    /// Lab 14 faulty upstream: write a raw delivery into the queue
+    Enqueue {
+        #[arg(long, value_name = "FILE")]
+        queue: PathBuf,
+        #[arg(long)]
+        message: String,
+        #[arg(long, default_value = "R1")]
+        contract: String,
+        #[arg(long, value_parser = parse_amount)]
+        amount: i64,
+        #[command(flatten)]
+        crash: CrashArgs,
+    },
+    /// Lab 14 readback: open the three files read-only and print their state
+    Verify {
+        #[arg(long, value_name = "FILE")]
+        sender: PathBuf,
+        #[arg(long, value_name = "FILE")]
+        queue: PathBuf,
+        #[arg(long, value_name = "FILE")]
+        receiver: PathBuf,
+        /// Print the readback JSON as the last line of stdout
+        #[arg(long)]
+        json: bool,
+        /// Compare with a stage of lab 14 and exit 1 with a diff on mismatch
+        #[arg(long, value_name = "STAGE")]
+        expect: Option<String>,
+    },
+    /// List the crash points of a lab (or of every lab)
+    Points {
+        lab: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Run a lab's protocol as fresh processes and record the evidence
+    Driver {
+        lab: String,
+        /// Output directory (must not exist); default target/lab/<lab>-<UTC time>
+        #[arg(long, value_name = "DIR")]
+        out: Option<PathBuf>,
+        /// Keep the databases under DIR/db/
+        #[arg(long)]
+        keep_db: bool,
+        /// Move a step's crash: STEP=POINT[@N], or STEP=none (repeatable)
+        #[arg(long = "move-crash", value_name = "STEP=POINT")]
+        moves: Vec<String>,
+        #[arg(long, value_enum, default_value_t = Mode::Exit)]
+        crash_mode: Mode,
+        /// A step still running after this is killed and recorded as a failure
+        #[arg(long, default_value_t = 10_000)]
+        step_timeout_ms: u64,
+    },
+    /// Re-check a run's evidence offline: digests, exits, claims, readbacks, sources
+    Audit {
+        dir: PathBuf,
+        #[arg(long)]
+        json: bool,
+        /// Changed sources are a failure, not a note
+        #[arg(long)]
+        strict_sources: bool,
+    },
+}

@@ -1,0 +1,180 @@
+//! Crash points: the registry of named places, `--crash-at POINT[@N]`, and the crash itself.
+//!
+//! A system under test calls `crash::point("sender.after-commit")` at each named place. Every
+//! call prints `POINT <name> #<hit>` (so a run shows where its windows are), and the armed
+//! point crashes the process at its N-th hit, after printing `CRASH <point> exit=73`.
+
+use std::sync::Mutex;
+
+use anyhow::Result;
+use serde::Serialize;
+
+use crate::fail;
+use crate::out;
+
+/// One named crash point of a lab.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct PointDef {
+    pub name: &'static str,
+    /// What has and has not happened when the process stops here.
+    pub window: &'static str,
+}
+
+impl PointDef {
+    /// The phase a point belongs to: the part of its name before the dot.
+    pub fn phase(&self) -> &'static str {
+        self.name.split('.').next().unwrap_or(self.name)
+    }
+}
+
+/// How an armed point stops the process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    /// `std::process::exit(73)`: runs libc's atexit handlers and flushes Rust's stdout.
+    Exit,
+    /// `std::process::abort()`: SIGABRT, no atexit handlers, no user-space flush.
+    Abort,
+    /// SIGKILL sent to itself: nothing at all runs after it.
+    Kill,
+}
+
+impl Mode {
+    /// The exit status a parent observes, in the shell's convention (128 + signal).
+    pub fn expected_exit(self) -> i32 {
+        match self {
+            Mode::Exit => fail::EXIT_CRASH,
+            Mode::Abort => 128 + libc::SIGABRT,
+            Mode::Kill => 128 + libc::SIGKILL,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Exit => "exit",
+            Mode::Abort => "abort",
+            Mode::Kill => "kill",
+        }
+    }
+}
+
+/// A parsed `--crash-at POINT[@N]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CrashAt {
+    pub point: &'static str,
+    pub hit: u32,
+}
+
+/// The largest `@N` accepted: far beyond any bounded phase, small enough to never overflow.
+pub const HIT_MAX: u32 = 1_000_000;
+
+/// Parse `POINT[@N]` against the points of `phase` (or of the whole lab when `phase` is None).
+pub fn parse(spec: &str, points: &'static [PointDef], phase: Option<&str>) -> Result<CrashAt> {
+    let (name, hit) = match spec.split_once('@') {
+        None => (spec, 1),
+        Some((name, n)) => {
+            let hit: u32 = n.parse().map_err(|_| {
+                fail::usage(format!(
+                    "crash point {spec}: '@{n}' is not a hit number (expected POINT@N with N from 1 to {HIT_MAX})"
+                ))
+            })?;
+            if hit == 0 || hit > HIT_MAX {
+                return Err(fail::usage(format!(
+                    "crash point {spec}: hit {hit} is out of range (1 to {HIT_MAX})"
+                )));
+            }
+            (name, hit)
+        }
+    };
+    let candidates: Vec<&'static PointDef> = points
+        .iter()
+        .filter(|p| phase.is_none_or(|phase| p.phase() == phase))
+        .collect();
+    match candidates.iter().find(|p| p.name == name) {
+        Some(p) => Ok(CrashAt { point: p.name, hit }),
+        None => {
+            let known: Vec<&str> = candidates.iter().map(|p| p.name).collect();
+            let whose = phase.map_or("this lab".to_string(), |p| format!("phase {p}"));
+            Err(fail::usage(format!(
+                "unknown crash point '{name}' for {whose}; known: {}",
+                known.join(", ")
+            )))
+        }
+    }
+}
+
+struct Armed {
+    at: CrashAt,
+    mode: Mode,
+}
+
+static ARMED: Mutex<Option<Armed>> = Mutex::new(None);
+
+/// Arm one crash point for the rest of this process.
+pub fn arm(at: CrashAt, mode: Mode) {
+    let mut armed = ARMED.lock().unwrap_or_else(|p| p.into_inner());
+    assert!(armed.is_none(), "a process arms at most one crash point");
+    *armed = Some(Armed { at, mode });
+}
+
+/// Per-name hit counters: a phase has a handful of points, so a small vector is enough.
+static COUNTS: Mutex<Vec<(&'static str, u32)>> = Mutex::new(Vec::new());
+
+/// The system under test reached the named place.
+pub fn point(name: &'static str) {
+    let hit = {
+        let mut counts = COUNTS.lock().unwrap_or_else(|p| p.into_inner());
+        match counts.iter_mut().find(|(n, _)| *n == name) {
+            Some((_, count)) => {
+                *count += 1;
+                *count
+            }
+            None => {
+                counts.push((name, 1));
+                1
+            }
+        }
+    };
+    out::line(&format!("POINT {name} #{hit}"));
+    let armed = ARMED.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(armed) = armed.as_ref() {
+        if armed.at.point == name && armed.at.hit == hit {
+            crash(name, armed.mode);
+        }
+    }
+}
+
+/// The line a crashed process prints last: `CRASH <point> exit=73` for the exit mode (the
+/// contract), `CRASH <point> signal=SIGABRT` or `signal=SIGKILL` for the others.
+pub fn crash_line(name: &str, mode: Mode) -> String {
+    match mode {
+        Mode::Exit => format!("CRASH {name} exit={}", fail::EXIT_CRASH),
+        Mode::Abort => format!("CRASH {name} signal=SIGABRT"),
+        Mode::Kill => format!("CRASH {name} signal=SIGKILL"),
+    }
+}
+
+/// Stop the process here, in the armed mode, after the `CRASH` line reached stdout.
+fn crash(name: &str, mode: Mode) -> ! {
+    out::line(&crash_line(name, mode));
+    out::flush();
+    match mode {
+        Mode::Exit => std::process::exit(fail::EXIT_CRASH),
+        Mode::Abort => {
+            // No core file in the work directory: an abort here is an experiment, not a bug.
+            let zero = libc::rlimit {
+                rlim_cur: 0,
+                rlim_max: 0,
+            };
+            // SAFETY: setrlimit only reads the struct we pass.
+            unsafe { libc::setrlimit(libc::RLIMIT_CORE, &zero) };
+            std::process::abort()
+        }
+        Mode::Kill => {
+            // SAFETY: sending a signal to our own pid has no memory effects.
+            unsafe { libc::kill(libc::getpid(), libc::SIGKILL) };
+            // SIGKILL cannot be caught; reaching here means the kernel refused it.
+            std::process::abort()
+        }
+    }
+}

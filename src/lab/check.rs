@@ -1,0 +1,92 @@
+//! The checker: what one step's raw output must show. The driver calls it live and the audit
+//! calls it again on archived output, so both judge by the same rules.
+
+use serde_json::{json, Value};
+
+use crate::crash::Mode;
+use crate::lab::scenario::{readback_json, Expect, Step};
+
+/// What a step showed, and every way it differs from what it had to show.
+pub struct Verdict {
+    pub expected: Value,
+    pub observed: Value,
+    pub problems: Vec<String>,
+}
+
+pub fn check(
+    step: &Step,
+    mode: Mode,
+    exit: i32,
+    timed_out: bool,
+    stdout: &str,
+    stderr: &str,
+) -> Verdict {
+    let mut problems = Vec::new();
+    let expected_exit = if step.crash.is_some() {
+        mode.expected_exit()
+    } else {
+        step.expected_exit
+    };
+    if timed_out {
+        problems.push("killed by the driver after its timeout".to_string());
+    }
+    if exit != expected_exit {
+        problems.push(format!("exit {exit}, expected {expected_exit}"));
+    }
+    let mut expected = json!({"exit": expected_exit});
+    let mut observed = json!({"exit": exit, "timed_out": timed_out});
+    match &step.expect {
+        Expect::Exit => {}
+        Expect::Crash => {
+            // The scenario's crash, wherever the user moved it: the line proves it happened.
+            let line = step.crash_line(mode);
+            let seen = line
+                .as_ref()
+                .is_some_and(|l| stdout.lines().any(|s| s == l));
+            expected["crash_line"] = json!(line);
+            observed["crash_line"] = json!(seen);
+            match line {
+                Some(l) if !seen => problems.push(format!("stdout lacks the line '{l}'")),
+                None => problems.push("the crash was moved away: no crash happened".to_string()),
+                _ => {}
+            }
+        }
+        Expect::Output(text) => {
+            let seen = stdout.contains(text) || stderr.contains(text);
+            expected["output"] = json!(text);
+            observed["output"] = json!(seen);
+            if !seen {
+                problems.push(format!("neither stdout nor stderr holds '{text}'"));
+            }
+        }
+        Expect::Readback(stage) => {
+            let fields: serde_json::Map<String, Value> = stage
+                .fields
+                .iter()
+                .map(|(k, v)| (k.to_string(), json!(v)))
+                .collect();
+            expected["stage"] = json!({"name": stage.name, "fields": fields});
+            match readback_json(stdout) {
+                Some(readback) => {
+                    problems.extend(stage.diff(&readback));
+                    observed["readback"] = readback;
+                }
+                None => {
+                    observed["readback"] = Value::Null;
+                    problems.push("stdout holds no readback JSON line".to_string());
+                }
+            }
+        }
+    }
+    // A step that was not meant to crash must not print a CRASH line either.
+    if step.crash.is_none() {
+        if let Some(line) = stdout.lines().find(|l| l.starts_with("CRASH ")) {
+            problems.push(format!("unexpected '{line}'"));
+        }
+    }
+    Verdict {
+        expected,
+        observed,
+        problems,
+    }
+}

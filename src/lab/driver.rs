@@ -1,0 +1,385 @@
+//! The driver: run a lab's scenarios, each step a fresh process in the run's work directory,
+//! check every step as it ends, record everything, and print the table.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+
+use crate::crash::{self, Mode};
+use crate::fail;
+use crate::lab::check::check;
+use crate::lab::evidence::{self, Process, Processes, Results, StepResult};
+use crate::lab::files::{self, FileRow};
+use crate::lab::process;
+use crate::lab::scenario::{Expect, Scenario};
+use crate::lab::Lab;
+use crate::store;
+
+pub struct Options {
+    pub out: PathBuf,
+    pub keep_db: bool,
+    /// `STEP=POINT[@N]` or `STEP=none`.
+    pub moves: Vec<String>,
+    pub crash_mode: Mode,
+    pub step_timeout_ms: u64,
+    /// The driver's own arguments after `crashlab`, for the record.
+    pub command: Vec<String>,
+}
+
+/// The largest step timeout accepted: a step is milliseconds of work.
+pub const STEP_TIMEOUT_MS_MAX: u64 = 600_000;
+
+/// Apply `--move-crash` to the scenarios; every error is a usage error naming the move.
+pub fn apply_moves(lab: &Lab, scenarios: &mut [Scenario], moves: &[String]) -> Result<()> {
+    for spec in moves {
+        let (name, point) = spec.split_once('=').ok_or_else(|| {
+            fail::usage(format!(
+                "--move-crash {spec}: expected STEP=POINT[@N] or STEP=none"
+            ))
+        })?;
+        let step = scenarios
+            .iter_mut()
+            .flat_map(|s| s.steps.iter_mut())
+            .find(|s| s.name == name)
+            .ok_or_else(|| {
+                fail::usage(format!(
+                    "--move-crash {spec}: lab {} has no step '{name}'",
+                    lab.id
+                ))
+            })?;
+        if point == "none" {
+            step.crash = None;
+            continue;
+        }
+        if !lab.points.iter().any(|p| p.phase() == step.phase) {
+            return Err(fail::usage(format!(
+                "--move-crash {spec}: step {name} runs {}, which has no crash points",
+                step.phase
+            )));
+        }
+        crash::parse(point, lab.points, Some(step.phase))?;
+        step.crash = Some(point.to_string());
+    }
+    Ok(())
+}
+
+/// A path a user gave, refused when it exists; its `.partial` sibling is where the run writes
+/// until it is complete, so the final directory appears whole or not at all.
+pub fn claim_out(out: &Path) -> Result<PathBuf> {
+    if out.exists() {
+        return Err(fail::usage(format!(
+            "output directory {} already exists; choose a new one (evidence is never overwritten)",
+            out.display()
+        )));
+    }
+    let name = out
+        .file_name()
+        .ok_or_else(|| fail::usage(format!("output directory {} has no name", out.display())))?;
+    let partial = out.with_file_name(format!("{}.partial", name.to_string_lossy()));
+    if partial.exists() {
+        return Err(fail::usage(format!(
+            "{} exists: another run is writing there, or one was interrupted (remove it)",
+            partial.display()
+        )));
+    }
+    if let Some(parent) = out.parent().filter(|p| !p.as_os_str().is_empty()) {
+        fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
+    }
+    fs::create_dir(&partial).with_context(|| format!("creating {}", partial.display()))?;
+    Ok(partial)
+}
+
+pub struct Run {
+    pub processes: Processes,
+    pub results: Results,
+    pub files: Vec<FileRow>,
+    pub readbacks: BTreeMap<String, String>,
+}
+
+pub fn pragmas() -> BTreeMap<String, String> {
+    store::PRAGMAS
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+/// Run the lab into `options.out`. Returns the process exit code: 0 when every expectation held.
+pub fn run(lab: &Lab, options: &Options) -> Result<i32> {
+    if options.step_timeout_ms == 0 || options.step_timeout_ms > STEP_TIMEOUT_MS_MAX {
+        return Err(fail::usage(format!(
+            "--step-timeout-ms {} is out of range (1 to {STEP_TIMEOUT_MS_MAX})",
+            options.step_timeout_ms
+        )));
+    }
+    let mut scenarios = (lab.scenarios)();
+    apply_moves(lab, &mut scenarios, &options.moves)?;
+    let partial = claim_out(&options.out)?;
+    let started = Instant::now();
+    let result = execute(lab, options, &scenarios, &partial, started);
+    let run = match result {
+        Ok(run) => run,
+        Err(e) => {
+            // Leave the partial directory for inspection; it is never mistaken for evidence.
+            return Err(e.context(format!(
+                "the run stopped; what it wrote is in {}",
+                partial.display()
+            )));
+        }
+    };
+    fs::rename(&partial, &options.out)
+        .with_context(|| format!("moving {} to {}", partial.display(), options.out.display()))?;
+    print_report(lab, &run, &scenarios, options);
+    Ok(if run.results.ok {
+        fail::EXIT_OK
+    } else {
+        fail::EXIT_FAILED
+    })
+}
+
+fn execute(
+    lab: &Lab,
+    options: &Options,
+    scenarios: &[Scenario],
+    dir: &Path,
+    started: Instant,
+) -> Result<Run> {
+    let exe = std::env::current_exe().context("locating the crashlab binary")?;
+    let timeout = Duration::from_millis(options.step_timeout_ms);
+    let mut processes = Vec::new();
+    let mut steps = Vec::new();
+    let mut files = Vec::new();
+    let mut readbacks = BTreeMap::new();
+    let mut kept = Vec::new();
+    for scenario in scenarios {
+        let work = tempfile::Builder::new()
+            .prefix("crashlab-work-")
+            .tempdir()
+            .context("creating the work directory")?;
+        let sub = scenario.dir.clone().unwrap_or_default();
+        if !sub.is_empty() {
+            fs::create_dir_all(dir.join(&sub)).with_context(|| format!("creating {sub}"))?;
+        }
+        for step in &scenario.steps {
+            let rel = |kind: &str| {
+                if sub.is_empty() {
+                    format!("{}.{kind}.txt", step.name)
+                } else {
+                    format!("{sub}/{}.{kind}.txt", step.name)
+                }
+            };
+            let (stdout_rel, stderr_rel) = (rel("stdout"), rel("stderr"));
+            let argv = step.argv(options.crash_mode);
+            let ended = process::run(
+                &exe,
+                &argv,
+                work.path(),
+                &dir.join(&stdout_rel),
+                &dir.join(&stderr_rel),
+                timeout,
+            )?;
+            let stdout = fs::read_to_string(dir.join(&stdout_rel)).unwrap_or_default();
+            let stderr = fs::read_to_string(dir.join(&stderr_rel)).unwrap_or_default();
+            let verdict = check(
+                step,
+                options.crash_mode,
+                ended.exit,
+                ended.timed_out,
+                &stdout,
+                &stderr,
+            );
+            if let Expect::Readback(_) = step.expect {
+                if let Some(line) = stdout.lines().rev().find(|l| l.starts_with('{')) {
+                    readbacks.insert(step.name.clone(), line.to_string());
+                }
+            }
+            let mut full_argv = vec!["crashlab".to_string()];
+            full_argv.extend(argv);
+            processes.push(Process {
+                scenario: scenario.name.clone(),
+                step: step.name.clone(),
+                argv: full_argv,
+                expected_exit: verdict.expected["exit"].as_i64().unwrap_or_default() as i32,
+                exit: ended.exit,
+                signal: ended.signal,
+                crash_point: step.crash.clone(),
+                crash_mode: step
+                    .crash
+                    .as_ref()
+                    .map(|_| options.crash_mode.name().to_string()),
+                stdout: stdout_rel,
+                stderr: stderr_rel,
+                wall_ms: (ended.wall_ms * 1000.0).round() / 1000.0,
+                max_rss_kb: ended.max_rss_kb,
+                timed_out: ended.timed_out,
+            });
+            steps.push(StepResult {
+                scenario: scenario.name.clone(),
+                step: step.name.clone(),
+                ok: verdict.problems.is_empty(),
+                expected: verdict.expected,
+                observed: verdict.observed,
+                problems: verdict.problems,
+            });
+            files.extend(files::snapshot(
+                work.path(),
+                lab.databases,
+                &scenario.name,
+                &step.name,
+            )?);
+        }
+        if options.keep_db {
+            let db_dir = if sub.is_empty() {
+                dir.join("db")
+            } else {
+                dir.join("db").join(&sub)
+            };
+            fs::create_dir_all(&db_dir)
+                .with_context(|| format!("creating {}", db_dir.display()))?;
+            for db in lab.databases {
+                for suffix in std::iter::once(&"").chain(files::SIDE_SUFFIXES) {
+                    let name = format!("{db}{suffix}");
+                    let from = work.path().join(&name);
+                    if from.is_file() {
+                        fs::copy(&from, db_dir.join(&name))
+                            .with_context(|| format!("keeping {name}"))?;
+                        kept.push(name);
+                    }
+                }
+            }
+        }
+    }
+    let ok = steps.iter().all(|s| s.ok);
+    let mut command = vec!["crashlab".to_string()];
+    command.extend(options.command.iter().cloned());
+    let processes = Processes {
+        lab: lab.full_name(),
+        crashlab_version: env!("CARGO_PKG_VERSION").to_string(),
+        git: evidence::build_checkout().and_then(|c| evidence::git_state(&c)),
+        sqlite_version: store::sqlite_version(),
+        pragmas: pragmas(),
+        command,
+        crash_mode: options.crash_mode.name().to_string(),
+        step_timeout_ms: options.step_timeout_ms,
+        moved_crashes: options.moves.clone(),
+        total_wall_ms: 0.0,
+        processes,
+    };
+    let results = Results {
+        lab: lab.full_name(),
+        ok,
+        steps,
+    };
+    let mut run = Run {
+        processes,
+        results,
+        files,
+        readbacks,
+    };
+    evidence::write_json(dir, evidence::RESULTS, &run.results)?;
+    evidence::write_database_files(dir, &run.files)?;
+    // The total covers every step and every snapshot, up to the last evidence file.
+    run.processes.total_wall_ms = (started.elapsed().as_secs_f64() * 1e6).round() / 1000.0;
+    evidence::write_json(dir, evidence::PROCESSES, &run.processes)?;
+    evidence::write_manifest(dir)?;
+    Ok(run)
+}
+
+fn print_report(lab: &Lab, run: &Run, scenarios: &[Scenario], options: &Options) {
+    println!(
+        "lab {} ({}): evidence in {}",
+        lab.id,
+        lab.slug,
+        options.out.display()
+    );
+    println!();
+    println!(
+        "{:<18} {:>6} {:>5} {:>8}  {}",
+        "step", "expect", "exit", "wall_ms", "state"
+    );
+    let all_steps = scenarios.iter().flat_map(|s| s.steps.iter());
+    for ((p, r), step) in run
+        .processes
+        .processes
+        .iter()
+        .zip(&run.results.steps)
+        .zip(all_steps)
+    {
+        let state = match &step.expect {
+            Expect::Readback(stage) => {
+                let readback = run
+                    .readbacks
+                    .get(&p.step)
+                    .and_then(|l| serde_json::from_str(l).ok());
+                stage.describe(readback.as_ref())
+            }
+            Expect::Crash => match &step.crash {
+                Some(point) => format!("CRASH {point}"),
+                None => "no crash (moved away)".to_string(),
+            },
+            Expect::Output(text) => format!("'{text}'"),
+            Expect::Exit => String::new(),
+        };
+        let mark = if r.ok { "" } else { "  <-- FAILED" };
+        println!(
+            "{:<18} {:>6} {:>5} {:>8.2}  {state}{mark}",
+            p.step, p.expected_exit, p.exit, p.wall_ms
+        );
+    }
+    println!();
+    let failed: Vec<&StepResult> = run.results.steps.iter().filter(|s| !s.ok).collect();
+    for s in &failed {
+        for problem in &s.problems {
+            println!("  {}: {problem}", s.step);
+        }
+    }
+    let total = run.processes.total_wall_ms;
+    let n = run.processes.processes.len();
+    if failed.is_empty() {
+        println!("PASS: {n} processes, every expectation held; total wall_ms {total:.1}");
+        if !options.moves.is_empty() {
+            println!(
+                "note: the moved crash ({}) broke no expectation",
+                options.moves.join(", ")
+            );
+        }
+    } else {
+        println!(
+            "FAIL: {} of {n} steps did not hold their expectations; total wall_ms {total:.1}",
+            failed.len()
+        );
+    }
+}
+
+/// `target/lab/14-outbox-inbox-20261202T190000Z`: the default output directory.
+pub fn default_out(lab: &Lab) -> PathBuf {
+    PathBuf::from("target")
+        .join("lab")
+        .join(format!("{}-{}", lab.full_name(), utc_stamp()))
+}
+
+/// The UTC time as `YYYYMMDDTHHMMSSZ` (civil-from-days, Howard Hinnant's algorithm).
+pub fn utc_stamp() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0);
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}{month:02}{day:02}T{:02}{:02}{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}

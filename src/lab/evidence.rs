@@ -1,0 +1,202 @@
+//! The evidence files of one run (DESIGN.md, "Evidence directory"), written and read back.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use serde::{Deserialize, Serialize};
+
+use crate::lab::files::{sha256_file, FileRow};
+use crate::outbox::model::sha256_hex;
+
+include!(concat!(env!("OUT_DIR"), "/sources.rs"));
+
+pub const PROCESSES: &str = "processes.json";
+pub const DATABASE_FILES: &str = "database-files.json";
+pub const RESULTS: &str = "results.json";
+pub const MANIFEST: &str = "manifest.json";
+
+/// One process the driver ran.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Process {
+    pub scenario: String,
+    pub step: String,
+    pub argv: Vec<String>,
+    pub expected_exit: i32,
+    pub exit: i32,
+    /// The signal that ended it, if one did.
+    pub signal: Option<i32>,
+    pub crash_point: Option<String>,
+    pub crash_mode: Option<String>,
+    pub stdout: String,
+    pub stderr: String,
+    pub wall_ms: f64,
+    pub max_rss_kb: i64,
+    pub timed_out: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Git {
+    pub commit: String,
+    pub dirty: bool,
+}
+
+/// `processes.json`: the processes and what reproduces the run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Processes {
+    pub lab: String,
+    pub crashlab_version: String,
+    pub git: Option<Git>,
+    pub sqlite_version: String,
+    pub pragmas: BTreeMap<String, String>,
+    /// The driver's own command line, `argv[0]` recorded as `crashlab`.
+    pub command: Vec<String>,
+    pub crash_mode: String,
+    pub step_timeout_ms: u64,
+    pub moved_crashes: Vec<String>,
+    pub total_wall_ms: f64,
+    pub processes: Vec<Process>,
+}
+
+/// One row of `results.json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StepResult {
+    pub scenario: String,
+    pub step: String,
+    pub ok: bool,
+    pub expected: serde_json::Value,
+    pub observed: serde_json::Value,
+    pub problems: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Results {
+    pub lab: String,
+    pub ok: bool,
+    pub steps: Vec<StepResult>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Manifest {
+    pub sources: BTreeMap<String, String>,
+    pub files: BTreeMap<String, String>,
+}
+
+/// The digests of the sources this binary was built from.
+pub fn build_sources() -> BTreeMap<String, String> {
+    SOURCES
+        .iter()
+        .map(|(p, h)| (p.to_string(), h.to_string()))
+        .collect()
+}
+
+/// SHA-256 of a source file with CRLF turned into LF, as build.rs computes it.
+pub fn source_sha256(path: &Path) -> Result<String> {
+    let bytes = fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+    let text = bytes.windows(2).filter(|w| w == b"\r\n").count();
+    if text == 0 {
+        return Ok(sha256_hex(&bytes));
+    }
+    let mut lf = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'\r' && bytes.get(i + 1) == Some(&b'\n') {
+            i += 1;
+            continue;
+        }
+        lf.push(bytes[i]);
+        i += 1;
+    }
+    Ok(sha256_hex(&lf))
+}
+
+pub fn write_json<T: Serialize>(dir: &Path, name: &str, value: &T) -> Result<()> {
+    let mut text = serde_json::to_string_pretty(value).context("serializing evidence")?;
+    text.push('\n');
+    let path = dir.join(name);
+    fs::write(&path, text).with_context(|| format!("writing {}", path.display()))
+}
+
+/// Every file under `dir`, relative, with `/` separators, sorted.
+pub fn list_files(dir: &Path) -> Result<Vec<String>> {
+    fn walk(root: &Path, dir: &Path, out: &mut Vec<String>, depth: usize) -> Result<()> {
+        // Evidence is at most two levels deep (lab 13's scenario dirs, `db/`); a bound on
+        // depth keeps a symlink loop or a foreign tree from running forever.
+        anyhow::ensure!(
+            depth <= 8,
+            "{} is nested too deep to be evidence",
+            dir.display()
+        );
+        let mut entries: Vec<PathBuf> = fs::read_dir(dir)
+            .with_context(|| format!("listing {}", dir.display()))?
+            .map(|e| e.map(|e| e.path()))
+            .collect::<std::io::Result<_>>()
+            .with_context(|| format!("listing {}", dir.display()))?;
+        entries.sort();
+        for path in entries {
+            if path.is_dir() {
+                walk(root, &path, out, depth + 1)?;
+            } else {
+                let rel = path
+                    .strip_prefix(root)
+                    .expect("under root")
+                    .to_string_lossy()
+                    .replace('\\', "/");
+                out.push(rel);
+            }
+        }
+        Ok(())
+    }
+    let mut out = Vec::new();
+    walk(dir, dir, &mut out, 0)?;
+    Ok(out)
+}
+
+/// Write `manifest.json` last: the build's sources and every other file in `dir`.
+pub fn write_manifest(dir: &Path) -> Result<Manifest> {
+    let mut files = BTreeMap::new();
+    for rel in list_files(dir)? {
+        if rel == MANIFEST {
+            continue;
+        }
+        let (_, sha) = sha256_file(&dir.join(&rel))?;
+        files.insert(rel, sha);
+    }
+    let manifest = Manifest {
+        sources: build_sources(),
+        files,
+    };
+    write_json(dir, MANIFEST, &manifest)?;
+    Ok(manifest)
+}
+
+pub fn write_database_files(dir: &Path, rows: &[FileRow]) -> Result<()> {
+    write_json(dir, DATABASE_FILES, &rows)
+}
+
+/// The checkout this binary was built from, when it is still there.
+pub fn build_checkout() -> Option<PathBuf> {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    dir.join("Cargo.toml").is_file().then_some(dir)
+}
+
+/// The commit of the checkout and whether its tracked files differ from it.
+pub fn git_state(checkout: &Path) -> Option<Git> {
+    let git = |args: &[&str]| {
+        std::process::Command::new("git")
+            .arg("-C")
+            .arg(checkout)
+            .args(args)
+            .stdin(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+    };
+    let commit = git(&["rev-parse", "HEAD"])?;
+    let dirty =
+        git(&["status", "--porcelain", "--untracked-files=no"]).is_some_and(|s| !s.is_empty());
+    Some(Git { commit, dirty })
+}

@@ -1,0 +1,178 @@
+//! Facts about database files after a step: size, raw digest, and the logical digest.
+//!
+//! `logical_sha256` digests content, not pages (in the spirit of SQLite's dbhash): the schema,
+//! then every table's rows in primary-key order, each value with its type. VACUUM or another
+//! page size leaves it unchanged. It is computed on a private copy of the file and its WAL, so
+//! taking the digest never touches the evidence (a reader of a WAL file creates `-shm`).
+
+use std::fs;
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use rusqlite::types::ValueRef;
+use rusqlite::{Connection, OpenFlags};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::outbox::model::hex;
+
+/// One row of `database-files.json`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileRow {
+    pub scenario: String,
+    pub after_step: String,
+    pub file: String,
+    pub exists: bool,
+    pub bytes: u64,
+    pub sha256: Option<String>,
+    pub logical_sha256: Option<String>,
+}
+
+/// Files that may lie beside a database.
+pub const SIDE_SUFFIXES: &[&str] = &["-wal", "-shm", "-journal"];
+
+pub fn sha256_file(path: &Path) -> Result<(u64, String)> {
+    let bytes = fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+    Ok((bytes.len() as u64, hex(&Sha256::digest(&bytes))))
+}
+
+/// Rows for every database of the lab and the side files that exist, after one step.
+pub fn snapshot(
+    work: &Path,
+    databases: &[&str],
+    scenario: &str,
+    step: &str,
+) -> Result<Vec<FileRow>> {
+    let mut rows = Vec::new();
+    for db in databases {
+        let path = work.join(db);
+        let row = |file: String,
+                   exists: bool,
+                   bytes: u64,
+                   sha256: Option<String>,
+                   logical: Option<String>| FileRow {
+            scenario: scenario.to_string(),
+            after_step: step.to_string(),
+            file,
+            exists,
+            bytes,
+            sha256,
+            logical_sha256: logical,
+        };
+        if path.is_file() {
+            let (bytes, sha) = sha256_file(&path)?;
+            let logical = logical_sha256_of_copy(&path).ok();
+            rows.push(row(db.to_string(), true, bytes, Some(sha), logical));
+        } else {
+            rows.push(row(db.to_string(), false, 0, None, None));
+        }
+        for suffix in SIDE_SUFFIXES {
+            let side = work.join(format!("{db}{suffix}"));
+            if side.is_file() {
+                let (bytes, sha) = sha256_file(&side)?;
+                rows.push(row(format!("{db}{suffix}"), true, bytes, Some(sha), None));
+            }
+        }
+    }
+    Ok(rows)
+}
+
+/// The logical digest of `path` (with its WAL), read from a private copy.
+pub fn logical_sha256_of_copy(path: &Path) -> Result<String> {
+    let scratch = tempfile::tempdir().context("a scratch directory for the logical digest")?;
+    let copy = scratch.path().join("copy.db");
+    fs::copy(path, &copy).with_context(|| format!("copying {}", path.display()))?;
+    let wal = path.with_file_name(format!(
+        "{}-wal",
+        path.file_name().unwrap_or_default().to_string_lossy()
+    ));
+    if wal.is_file() {
+        fs::copy(&wal, scratch.path().join("copy.db-wal"))
+            .with_context(|| format!("copying {}", wal.display()))?;
+    }
+    logical_sha256(&copy)
+}
+
+fn feed(hasher: &mut Sha256, value: ValueRef<'_>) {
+    match value {
+        ValueRef::Null => hasher.update(b"N"),
+        ValueRef::Integer(i) => {
+            hasher.update(b"I");
+            hasher.update(i.to_be_bytes());
+        }
+        ValueRef::Real(f) => {
+            hasher.update(b"R");
+            hasher.update(f.to_bits().to_be_bytes());
+        }
+        ValueRef::Text(t) => {
+            hasher.update(b"T");
+            hasher.update((t.len() as u64).to_be_bytes());
+            hasher.update(t);
+        }
+        ValueRef::Blob(b) => {
+            hasher.update(b"B");
+            hasher.update((b.len() as u64).to_be_bytes());
+            hasher.update(b);
+        }
+    }
+}
+
+/// The logical digest of the database at `path`, opened read-only.
+pub fn logical_sha256(path: &Path) -> Result<String> {
+    let conn = Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .with_context(|| format!("opening {}", path.display()))?;
+    let mut hasher = Sha256::new();
+    let mut digest = || -> rusqlite::Result<()> {
+        for pragma in ["application_id", "user_version"] {
+            let v: i64 = conn.query_row(&format!("PRAGMA {pragma}"), [], |r| r.get(0))?;
+            hasher.update(pragma.as_bytes());
+            hasher.update(v.to_be_bytes());
+        }
+        let mut schema = conn.prepare(
+            "SELECT type, name, tbl_name, coalesce(sql, '') FROM sqlite_schema ORDER BY type, name",
+        )?;
+        let mut tables = Vec::new();
+        let mut rows = schema.query([])?;
+        while let Some(row) = rows.next()? {
+            for i in 0..4 {
+                feed(&mut hasher, row.get_ref(i)?);
+            }
+            if row.get_ref(0)?.as_str()? == "table" {
+                tables.push(row.get::<_, String>(1)?);
+            }
+        }
+        for table in tables {
+            let mut pk =
+                conn.prepare("SELECT name FROM pragma_table_info(?1) WHERE pk > 0 ORDER BY pk")?;
+            let keys: Vec<String> = pk
+                .query_map([&table], |r| r.get(0))?
+                .collect::<rusqlite::Result<_>>()?;
+            let order = if keys.is_empty() {
+                "rowid".to_string()
+            } else {
+                keys.iter()
+                    .map(|k| format!("\"{}\"", k.replace('"', "\"\"")))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            };
+            let quoted = table.replace('"', "\"\"");
+            let mut stmt = conn.prepare(&format!("SELECT * FROM \"{quoted}\" ORDER BY {order}"))?;
+            let columns = stmt.column_count();
+            hasher.update(b"table");
+            feed(&mut hasher, ValueRef::Text(table.as_bytes()));
+            let mut rows = stmt.query([])?;
+            while let Some(row) = rows.next()? {
+                hasher.update(b"row");
+                for i in 0..columns {
+                    feed(&mut hasher, row.get_ref(i)?);
+                }
+            }
+        }
+        Ok(())
+    };
+    digest().with_context(|| format!("digesting {}", path.display()))?;
+    Ok(hex(&hasher.finalize()))
+}

@@ -1,0 +1,52 @@
+//! The harness: labs as data, the driver that runs them as processes, the evidence it
+//! writes, and the audit that re-checks evidence offline.
+
+pub mod audit;
+pub mod check;
+pub mod driver;
+pub mod evidence;
+pub mod files;
+pub mod lab14;
+pub mod process;
+pub mod scenario;
+
+use crate::crash::PointDef;
+use crate::fail;
+use scenario::{Scenario, Stage};
+
+/// A lab: everything the driver and the audit need to know of it.
+pub struct Lab {
+    /// Chapter number of the material it comes from: `14`.
+    pub id: &'static str,
+    pub slug: &'static str,
+    pub title: &'static str,
+    pub points: &'static [PointDef],
+    /// Database files in the work directory, relative.
+    pub databases: &'static [&'static str],
+    pub scenarios: fn() -> Vec<Scenario>,
+    /// The stage a readback step named so must show.
+    pub stage: fn(&str) -> Option<Stage>,
+}
+
+impl Lab {
+    /// `14-outbox-inbox`: the name in evidence and under `evidence/`.
+    pub fn full_name(&self) -> String {
+        format!("{}-{}", self.id, self.slug)
+    }
+}
+
+pub static LABS: &[&Lab] = &[&lab14::LAB];
+
+/// Find a lab by `14`, `outbox-inbox` or `14-outbox-inbox`.
+pub fn find(name: &str) -> anyhow::Result<&'static Lab> {
+    LABS.iter()
+        .copied()
+        .find(|lab| lab.id == name || lab.slug == name || lab.full_name() == name)
+        .ok_or_else(|| {
+            let known: Vec<String> = LABS
+                .iter()
+                .map(|l| format!("{} ({})", l.id, l.slug))
+                .collect();
+            fail::usage(format!("unknown lab '{name}'; known: {}", known.join(", ")))
+        })
+}

@@ -1,0 +1,151 @@
+//! Scenarios as data: the driver runs them and the audit re-checks evidence against the very
+//! same definitions, so the two can never disagree.
+
+use serde_json::Value;
+
+use crate::crash::{self, Mode};
+
+/// The state a readback must show: dotted paths into the readback JSON and their values.
+#[derive(Debug, Clone, Copy)]
+pub struct Stage {
+    pub name: &'static str,
+    pub fields: &'static [(&'static str, i64)],
+}
+
+impl Stage {
+    /// Field-by-field differences between this stage and a readback; empty when it holds.
+    pub fn diff(&self, readback: &Value) -> Vec<String> {
+        let mut problems = Vec::new();
+        for (path, expected) in self.fields {
+            let observed = lookup(readback, path).and_then(Value::as_i64);
+            match observed {
+                Some(v) if v == *expected => {}
+                Some(v) => problems.push(format!("{path}: expected {expected}, observed {v}")),
+                None => problems.push(format!(
+                    "{path}: expected {expected}, missing in the readback"
+                )),
+            }
+        }
+        problems
+    }
+
+    /// `contracts 1, outbox_pending 1, deliveries 0`: the state that matters, for tables.
+    pub fn describe(&self, readback: Option<&Value>) -> String {
+        self.fields
+            .iter()
+            .map(|(path, expected)| {
+                let short = path.rsplit('.').next().unwrap_or(path);
+                match readback
+                    .and_then(|r| lookup(r, path))
+                    .and_then(Value::as_i64)
+                {
+                    Some(v) if v == *expected => format!("{short} {v}"),
+                    Some(v) => format!("{short} {v} (expected {expected})"),
+                    None => format!("{short} ? (expected {expected})"),
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
+pub fn lookup<'a>(value: &'a Value, path: &str) -> Option<&'a Value> {
+    path.split('.').try_fold(value, |v, key| v.get(key))
+}
+
+/// What a step must show in its output.
+#[derive(Debug, Clone)]
+pub enum Expect {
+    /// Nothing beyond the exit code.
+    Exit,
+    /// A crash step: the `CRASH <point>` line in stdout.
+    Crash,
+    /// This text in stdout or stderr (a conflict step: `payload conflict`).
+    Output(&'static str),
+    /// A readback step: the last stdout line is the readback JSON, and it shows the stage.
+    Readback(Stage),
+}
+
+/// One process the driver runs.
+#[derive(Debug, Clone)]
+pub struct Step {
+    pub name: String,
+    /// The phase (subcommand) it runs: `sender`, `verify`, …
+    pub phase: &'static str,
+    /// Arguments after the subcommand, without crash flags.
+    pub args: Vec<String>,
+    /// `POINT[@N]` when the step crashes.
+    pub crash: Option<String>,
+    pub expected_exit: i32,
+    pub expect: Expect,
+}
+
+impl Step {
+    pub fn new(
+        name: &str,
+        phase: &'static str,
+        args: &[&str],
+        expected_exit: i32,
+        expect: Expect,
+    ) -> Step {
+        Step {
+            name: name.to_string(),
+            phase,
+            args: args.iter().map(|a| a.to_string()).collect(),
+            crash: None,
+            expected_exit,
+            expect,
+        }
+    }
+
+    pub fn crashing(name: &str, phase: &'static str, args: &[&str], point: &str) -> Step {
+        let mut step = Step::new(name, phase, args, crate::fail::EXIT_CRASH, Expect::Crash);
+        step.crash = Some(point.to_string());
+        step
+    }
+
+    /// The argv after `crashlab`, with the crash flags in the given mode.
+    pub fn argv(&self, mode: Mode) -> Vec<String> {
+        let mut argv = vec![self.phase.to_string()];
+        argv.extend(self.args.iter().cloned());
+        if let Some(point) = &self.crash {
+            argv.push("--crash-at".to_string());
+            argv.push(point.clone());
+            if mode != Mode::Exit {
+                argv.push("--crash-mode".to_string());
+                argv.push(mode.name().to_string());
+            }
+        }
+        argv
+    }
+
+    /// The point name without `@N`.
+    pub fn crash_point(&self) -> Option<&str> {
+        self.crash
+            .as_deref()
+            .map(|c| c.split('@').next().unwrap_or(c))
+    }
+
+    /// The line a crash step's stdout must hold.
+    pub fn crash_line(&self, mode: Mode) -> Option<String> {
+        self.crash_point().map(|p| crash::crash_line(p, mode))
+    }
+}
+
+/// An ordered list of steps.
+#[derive(Debug, Clone)]
+pub struct Scenario {
+    pub name: String,
+    /// Evidence subdirectory (`None`: the run's top directory, for a lab with one scenario).
+    pub dir: Option<String>,
+    pub steps: Vec<Step>,
+}
+
+/// The readback JSON of a readback step: the last stdout line that is a JSON object.
+pub fn readback_json(stdout: &str) -> Option<Value> {
+    stdout
+        .lines()
+        .rev()
+        .find(|l| l.starts_with('{'))
+        .and_then(|l| serde_json::from_str(l).ok())
+}

@@ -1,0 +1,235 @@
+//! SQLite files: open with pinned pragmas, create or check the schema, trace every statement.
+//!
+//! Every connection sets the same pragmas explicitly (DESIGN.md, "SQLite settings"), so a
+//! run never depends on a library default. Journal mode is WAL: a crash before a commit
+//! leaves frames no reader will see, and a read-only reader needs no hot-journal rollback.
+
+use std::path::Path;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use rusqlite::trace::{TraceEvent, TraceEventCodes};
+use rusqlite::{Connection, ErrorCode, OpenFlags};
+
+use crate::fail;
+use crate::out;
+
+/// `PRAGMA application_id` of every crashlab database: "CRLB".
+pub const APPLICATION_ID: i64 = 0x4352_4c42;
+
+/// Busy timeout of every connection: long enough for a racing writer's commit, bounded.
+pub const BUSY_TIMEOUT_MS: u64 = 5_000;
+
+/// The pragmas pinned on every connection, in the order they are set.
+pub const PRAGMAS: &[(&str, &str)] = &[
+    ("journal_mode", "wal"),
+    ("synchronous", "full"),
+    ("foreign_keys", "on"),
+    ("busy_timeout", "5000"),
+];
+
+/// One kind of database: its short name in traces, its schema and its version tag.
+pub struct Schema {
+    /// Short name used in `SQL <db> …` lines and error messages: `sender`, `queue`, …
+    pub db: &'static str,
+    /// `PRAGMA user_version`, distinct per kind, so a sender file passed as a queue is refused.
+    pub user_version: i64,
+    /// Tables and the columns each must have.
+    pub tables: &'static [(&'static str, &'static [&'static str])],
+    /// DDL run once, in one transaction, on an empty file.
+    pub ddl: &'static str,
+}
+
+pub enum Access {
+    /// Open an existing file for writing; refuse a missing one.
+    Write,
+    /// Open for writing, creating the file and its schema when it does not exist.
+    WriteCreate,
+    /// Open read-only; refuse a missing file and never create one.
+    Read,
+}
+
+pub struct Db {
+    pub conn: Connection,
+    pub db: &'static str,
+}
+
+/// Open `path` as a database of kind `schema`, pin the pragmas, trace to stdout, check schema.
+pub fn open(path: &Path, schema: &'static Schema, access: Access) -> Result<Db> {
+    open_traced(path, schema, access, true)
+}
+
+/// As `open`, with the trace optional (the harness reads files without printing).
+pub fn open_traced(
+    path: &Path,
+    schema: &'static Schema,
+    access: Access,
+    trace: bool,
+) -> Result<Db> {
+    let shown = path.display();
+    let exists = path.exists();
+    if !exists && !matches!(access, Access::WriteCreate) {
+        return Err(fail::usage(format!(
+            "{} database {shown} does not exist",
+            schema.db
+        )));
+    }
+    if exists && !path.is_file() {
+        return Err(fail::usage(format!(
+            "{} database {shown} is not a file",
+            schema.db
+        )));
+    }
+    let flags = match access {
+        Access::Read => OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        Access::Write => OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        Access::WriteCreate => {
+            OpenFlags::SQLITE_OPEN_READ_WRITE
+                | OpenFlags::SQLITE_OPEN_CREATE
+                | OpenFlags::SQLITE_OPEN_NO_MUTEX
+        }
+    };
+    let mut conn = Connection::open_with_flags(path, flags)
+        .map_err(|e| explain(e, schema.db, &shown.to_string()))?;
+    if trace {
+        let db = schema.db;
+        conn.trace_v2(
+            TraceEventCodes::SQLITE_TRACE_STMT,
+            Some(move |event: TraceEvent<'_>| {
+                if let TraceEvent::Stmt(stmt, sql) = event {
+                    let text = stmt.expanded_sql().unwrap_or_else(|| sql.to_string());
+                    out::line(&format!("SQL {db} {}", one_line_sql(&text)));
+                }
+            }),
+        )
+        .context("installing the SQL trace")?;
+    }
+    let read_only = matches!(access, Access::Read);
+    pin_pragmas(&conn, read_only).map_err(|e| explain(e, schema.db, &shown.to_string()))?;
+    check_schema(&conn, schema, read_only, &shown.to_string())?;
+    Ok(Db {
+        conn,
+        db: schema.db,
+    })
+}
+
+/// A statement on one line: each source line trimmed, joined by one space. Only the layout of
+/// multi-line SQL in our source changes; a literal never spans lines here.
+fn one_line_sql(sql: &str) -> String {
+    if !sql.contains('\n') {
+        return sql.to_string();
+    }
+    sql.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Turn SQLite's errors about the file itself into one line that names the file.
+pub fn explain(error: rusqlite::Error, db: &str, shown: &str) -> anyhow::Error {
+    match error.sqlite_error_code() {
+        Some(ErrorCode::NotADatabase) => {
+            fail::usage(format!("{db} database {shown} is not a SQLite database"))
+        }
+        Some(ErrorCode::CannotOpen) => {
+            fail::usage(format!("{db} database {shown} cannot be opened"))
+        }
+        Some(ErrorCode::DatabaseBusy) | Some(ErrorCode::DatabaseLocked) => fail::locked(format!(
+            "{db} database {shown} stayed locked past the {BUSY_TIMEOUT_MS} ms busy timeout"
+        )),
+        Some(ErrorCode::ReadOnly) => fail::usage(format!("{db} database {shown} is read-only")),
+        _ => anyhow::Error::new(error).context(format!("{db} database {shown}")),
+    }
+}
+
+fn pin_pragmas(conn: &Connection, read_only: bool) -> rusqlite::Result<()> {
+    conn.busy_timeout(Duration::from_millis(BUSY_TIMEOUT_MS))?;
+    // A read-only connection cannot change the journal mode; it reads the file's own (WAL).
+    if !read_only {
+        let mode: String = conn.query_row("PRAGMA journal_mode=wal", [], |row| row.get(0))?;
+        debug_assert_eq!(mode, "wal");
+    } else {
+        conn.execute_batch("PRAGMA query_only=ON")?;
+    }
+    for pragma in [
+        "PRAGMA synchronous=FULL",
+        "PRAGMA foreign_keys=ON",
+        "PRAGMA busy_timeout=5000",
+    ] {
+        conn.execute_batch(pragma)?;
+    }
+    Ok(())
+}
+
+fn check_schema(conn: &Connection, schema: &Schema, read_only: bool, shown: &str) -> Result<()> {
+    let (app, version, tables) = tag(conn).map_err(|e| explain(e, schema.db, shown))?;
+    if app == 0 && version == 0 && tables.is_empty() && !read_only {
+        create_schema(conn, schema).map_err(|e| explain(e, schema.db, shown))?;
+        return Ok(());
+    }
+    if app != APPLICATION_ID || version != schema.user_version {
+        let found = if tables.is_empty() {
+            "no tables".to_string()
+        } else {
+            format!("tables {}", tables.join(", "))
+        };
+        return Err(fail::usage(format!(
+            "{} database {shown} has a foreign schema (application_id {app}, user_version {version}, {found}); expected a crashlab {} database",
+            schema.db, schema.db
+        )));
+    }
+    for (table, columns) in schema.tables {
+        let present = table_columns(conn, table).map_err(|e| explain(e, schema.db, shown))?;
+        for column in *columns {
+            if !present.iter().any(|c| c == column) {
+                return Err(fail::usage(format!(
+                    "{} database {shown} has a foreign schema: table {table} lacks column {column}",
+                    schema.db
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn tag(conn: &Connection) -> rusqlite::Result<(i64, i64, Vec<String>)> {
+    let app: i64 = conn.query_row("PRAGMA application_id", [], |row| row.get(0))?;
+    let version: i64 = conn.query_row("PRAGMA user_version", [], |row| row.get(0))?;
+    let mut stmt = conn.prepare(
+        "SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name",
+    )?;
+    let tables = stmt
+        .query_map([], |row| row.get::<_, String>(0))?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    Ok((app, version, tables))
+}
+
+fn table_columns(conn: &Connection, table: &str) -> rusqlite::Result<Vec<String>> {
+    let mut stmt = conn.prepare("SELECT name FROM pragma_table_info(?1)")?;
+    let columns = stmt
+        .query_map([table], |row| row.get::<_, String>(0))?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    Ok(columns)
+}
+
+fn create_schema(conn: &Connection, schema: &Schema) -> rusqlite::Result<()> {
+    // IMMEDIATE so two processes creating the same file at once serialize; the loser sees
+    // the winner's tables on the re-check and leaves them alone.
+    conn.execute_batch("BEGIN IMMEDIATE")?;
+    let (app, _, tables) = tag(conn)?;
+    if app == 0 && tables.is_empty() {
+        conn.execute_batch(schema.ddl)?;
+        conn.execute_batch(&format!(
+            "PRAGMA application_id={APPLICATION_ID}; PRAGMA user_version={}",
+            schema.user_version
+        ))?;
+    }
+    conn.execute_batch("COMMIT")?;
+    Ok(())
+}
+
+/// Whole-file facts about one database file (or its `-wal`, `-shm`, `-journal`).
+pub fn sqlite_version() -> String {
+    rusqlite::version().to_string()
+}
