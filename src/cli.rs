@@ -144,6 +144,52 @@ pub enum Command {
         #[arg(long, default_value_t = 10_000)]
         step_timeout_ms: u64,
     },
+    /// Lab 14 under load: sender, publisher and K consumers at once, seeded random SIGKILLs
+    Chaos {
+        lab: String,
+        #[arg(long, default_value_t = 1_000)]
+        messages: usize,
+        #[arg(long, default_value_t = 2)]
+        consumers: usize,
+        #[arg(long, default_value_t = 20)]
+        kills: usize,
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Rows per transaction for the sender, the publisher and the consumers
+        #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+        batch: u32,
+        /// Consumer lease: a claim whose holder is gone is taken over after this
+        #[arg(long, default_value_t = 5_000, value_parser = clap::value_parser!(i64).range(1..=86_400_000))]
+        lease_ms: i64,
+        /// A process running longer than this is killed and fails the run
+        #[arg(long, default_value_t = 60_000)]
+        process_timeout_ms: u64,
+        /// The whole run, recovery included
+        #[arg(long, default_value_t = 600_000)]
+        timeout_ms: u64,
+        /// Print the report as one JSON object
+        #[arg(long)]
+        json: bool,
+        /// Evidence directory (must not exist): processes.json, chaos.json, logs/, db/
+        #[arg(long, value_name = "DIR")]
+        out: Option<PathBuf>,
+    },
+    /// Lab 14 costs: per-phase process cost, stage throughput, end to end, plain-insert ceiling
+    Bench {
+        lab: String,
+        #[arg(long, default_value_t = 10_000)]
+        messages: usize,
+        #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+        batch: u32,
+        #[arg(long, default_value_t = 4)]
+        consumers: usize,
+        /// Runs of each phase for the per-phase process cost (the median is reported)
+        #[arg(long, default_value_t = 11)]
+        runs: usize,
+        /// Print the figures as one JSON object
+        #[arg(long)]
+        json: bool,
+    },
     /// Re-check a run's evidence offline: digests, exits, claims, readbacks, sources
     Audit {
         dir: PathBuf,

@@ -205,6 +205,53 @@ pub fn dispatch(command: Command) -> Result<i32> {
                 },
             )
         }
+        Command::Chaos {
+            lab: name,
+            messages,
+            consumers,
+            kills,
+            seed,
+            batch,
+            lease_ms,
+            process_timeout_ms,
+            timeout_ms,
+            json,
+            out: out_dir,
+        } => {
+            crate::load::check_lab(&name)?;
+            crate::load::chaos::run(
+                &crate::load::chaos::Options {
+                    messages,
+                    consumers,
+                    kills,
+                    seed,
+                    batch,
+                    lease_ms,
+                    process_timeout_ms,
+                    timeout_ms,
+                    json,
+                    out: out_dir,
+                },
+                recorded_args(),
+            )
+        }
+        Command::Bench {
+            lab: name,
+            messages,
+            batch,
+            consumers,
+            runs,
+            json,
+        } => {
+            crate::load::check_lab(&name)?;
+            crate::load::bench::run(&crate::load::bench::Options {
+                messages,
+                batch,
+                consumers,
+                runs,
+                json,
+            })
+        }
         Command::Audit {
             dir,
             json,

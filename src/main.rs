@@ -7,6 +7,7 @@ mod commands;
 mod crash;
 mod fail;
 mod lab;
+mod load;
 mod out;
 mod outbox;
 mod rng;

@@ -1,0 +1,490 @@
+//! The pipeline under load: a sender, one publisher and K consumers as real processes on the
+//! three files at once, each restarted when it exits while work remains, with an optional
+//! seeded kill schedule. `chaos` runs it with kills, `bench` without, to time end to end.
+//!
+//! A role that exits 0 had nothing left to do at that moment (a consumer found the queue
+//! empty while the publisher was still running, say); it is started again after a short
+//! pause while its upstream may still produce. A role the driver killed is started again at
+//! once. The run ends at quiescence: every contract written, no Outbox row pending, no
+//! delivery pending, no process running.
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use rusqlite::OptionalExtension;
+use serde::Serialize;
+
+use crate::fail;
+use crate::lab::evidence::Process;
+use crate::outbox::schema::{QUEUE, RECEIVER, SENDER};
+use crate::rng::SplitMix64;
+use crate::store::{self, Access, Db};
+
+/// The three files, relative to the work directory (children run there).
+pub const SENDER_DB: &str = "sender.db";
+pub const QUEUE_DB: &str = "queue.db";
+pub const RECEIVER_DB: &str = "receiver.db";
+
+/// How often the driver looks at the processes and the files.
+const POLL: Duration = Duration::from_millis(3);
+/// Pause before starting again a role that exited 0 (work it could not take yet, such as
+/// deliveries another consumer holds, is not asked for in a busy loop).
+const IDLE_RESTART: Duration = Duration::from_millis(10);
+
+#[derive(Debug, Clone)]
+pub struct Plan {
+    pub messages: usize,
+    pub consumers: usize,
+    pub batch: u32,
+    pub seed: u64,
+    pub lease_ms: i64,
+    /// Kill moments, in progress units (contracts + sent + applied, 0 to 3N), ascending.
+    pub kill_at: Vec<u64>,
+    /// A child running longer than this is killed and recorded as timed out.
+    pub process_timeout: Duration,
+    /// The whole run, recovery included.
+    pub deadline: Duration,
+}
+
+/// The kill moments for `kills` kills over `messages` messages, from the seed alone. They lie
+/// in the first 95% of the work, so each one finds a role still at work.
+pub fn kill_schedule(seed: u64, messages: usize, kills: usize) -> (Vec<u64>, SplitMix64) {
+    // A stream of its own, so the amounts (rng::amounts(seed, ..)) and the kills never overlap.
+    let mut rng = SplitMix64::new(seed ^ 0x6b69_6c6c_7363_6864);
+    let units = 3 * messages as u64;
+    let high = (units * 95 / 100).max(1) - 1;
+    let mut at: Vec<u64> = (0..kills).map(|_| rng.range(0, high)).collect();
+    at.sort_unstable();
+    (at, rng)
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Progress {
+    pub contracts: u64,
+    pub outbox_pending: u64,
+    pub outbox_sent: u64,
+    pub queue_pending: u64,
+    pub applied: u64,
+}
+
+impl Progress {
+    pub fn units(&self) -> u64 {
+        self.contracts + self.outbox_sent + self.applied
+    }
+}
+
+/// Read-only connections kept open for the run: cheap counts, estimated from rowids where
+/// rows are only ever appended (the final check counts exactly).
+struct Watcher {
+    sender: Db,
+    queue: Db,
+    receiver: Db,
+}
+
+impl Watcher {
+    fn open(work: &Path) -> Result<Watcher> {
+        Ok(Watcher {
+            sender: store::open_traced(&work.join(SENDER_DB), &SENDER, Access::Read, false)?,
+            queue: store::open_traced(&work.join(QUEUE_DB), &QUEUE, Access::Read, false)?,
+            receiver: store::open_traced(&work.join(RECEIVER_DB), &RECEIVER, Access::Read, false)?,
+        })
+    }
+
+    fn read(&self) -> Result<Progress> {
+        let one = |db: &Db, sql: &str| -> Result<u64> {
+            let n: Option<i64> = db
+                .conn
+                .query_row(sql, [], |r| r.get(0))
+                .optional()
+                .map_err(|e| store::explain(e, db.db, db.db))?
+                .flatten();
+            Ok(n.unwrap_or(0).max(0) as u64)
+        };
+        let contracts = one(&self.sender, "SELECT max(rowid) FROM contracts")?;
+        let outbox = one(&self.sender, "SELECT max(seq) FROM outbox")?;
+        let outbox_pending = one(
+            &self.sender,
+            "SELECT count(*) FROM outbox WHERE status = 'pending'",
+        )?;
+        let queue_pending = one(
+            &self.queue,
+            "SELECT count(*) FROM deliveries WHERE status = 'pending'",
+        )?;
+        let applied = one(&self.receiver, "SELECT max(rowid) FROM inbox")?;
+        Ok(Progress {
+            contracts,
+            outbox_pending,
+            outbox_sent: outbox.saturating_sub(outbox_pending),
+            queue_pending,
+            applied,
+        })
+    }
+}
+
+/// Create the three files with their schemas, so every role and the watcher find them.
+pub fn create_files(work: &Path) -> Result<()> {
+    store::open_traced(&work.join(SENDER_DB), &SENDER, Access::WriteCreate, false)?;
+    store::open_traced(&work.join(QUEUE_DB), &QUEUE, Access::WriteCreate, false)?;
+    store::open_traced(
+        &work.join(RECEIVER_DB),
+        &RECEIVER,
+        Access::WriteCreate,
+        false,
+    )?;
+    Ok(())
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Sender,
+    Publisher,
+    Consumer,
+}
+
+struct Running {
+    pid: libc::pid_t,
+    started: Instant,
+    step: String,
+    stdout: String,
+    stderr: String,
+    killed: bool,
+}
+
+struct Role {
+    name: String,
+    kind: Kind,
+    argv: Vec<String>,
+    runs: u32,
+    running: Option<Running>,
+    not_before: Option<Instant>,
+    /// The driver killed it: start it again even when no work is visible.
+    restart: bool,
+}
+
+/// One kill the driver made.
+#[derive(Debug, Clone, Serialize)]
+pub struct Kill {
+    pub kill: usize,
+    /// The scheduled moment, in progress units.
+    pub at_units: u64,
+    /// Progress when the signal was sent.
+    pub progress_units: u64,
+    pub role: String,
+    pub step: String,
+    pub since_start_ms: f64,
+}
+
+/// What the run did, for the report and the evidence.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Outcome {
+    pub wall_ms: f64,
+    pub kills: Vec<Kill>,
+    pub processes: Vec<Process>,
+    /// Exits that are neither 0 nor the driver's kill: BUSY past the timeout (75) is
+    /// restarted and counted; anything else fails the run.
+    pub busy_exits: usize,
+    pub unexpected_exits: usize,
+    pub timed_out: usize,
+    pub last_progress: Progress,
+}
+
+/// Where children's output goes: files under `<dir>/logs/` (recorded as `logs/<step>…`).
+pub enum Logs {
+    Dir(PathBuf),
+}
+
+pub const LOGS: &str = "logs";
+
+fn role_argv(kind: Kind, plan: &Plan, consumer: usize) -> Vec<String> {
+    let batch = plan.batch.to_string();
+    let strings = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    match kind {
+        Kind::Sender => strings(&[
+            "sender",
+            "--db",
+            SENDER_DB,
+            "--generate",
+            &plan.messages.to_string(),
+            "--seed",
+            &plan.seed.to_string(),
+            "--batch",
+            &batch,
+        ]),
+        Kind::Publisher => strings(&[
+            "publisher",
+            "--sender",
+            SENDER_DB,
+            "--queue",
+            QUEUE_DB,
+            "--batch",
+            &batch,
+        ]),
+        Kind::Consumer => strings(&[
+            "consumer",
+            "--queue",
+            QUEUE_DB,
+            "--receiver",
+            RECEIVER_DB,
+            "--consumer-id",
+            &format!("c{consumer}"),
+            "--lease-ms",
+            &plan.lease_ms.to_string(),
+            "--batch",
+            &batch,
+        ]),
+    }
+}
+
+/// Non-blocking wait4: `Some((exit, signal, max_rss_kb))` once the child has ended.
+fn reap(pid: libc::pid_t) -> Result<Option<(i32, Option<i32>, i64)>> {
+    let mut status: libc::c_int = 0;
+    // SAFETY: a zeroed rusage is a valid value for wait4 to fill.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    for _ in 0..100 {
+        // SAFETY: wait4 writes only into the two out-parameters we own.
+        let r = unsafe { libc::wait4(pid, &mut status, libc::WNOHANG, &mut usage) };
+        if r == 0 {
+            return Ok(None);
+        }
+        if r == pid {
+            let (exit, signal) = if libc::WIFEXITED(status) {
+                (libc::WEXITSTATUS(status), None)
+            } else if libc::WIFSIGNALED(status) {
+                let sig = libc::WTERMSIG(status);
+                (128 + sig, Some(sig))
+            } else {
+                (-1, None)
+            };
+            return Ok(Some((exit, signal, usage.ru_maxrss)));
+        }
+        let err = std::io::Error::last_os_error();
+        if err.kind() != std::io::ErrorKind::Interrupted {
+            return Err(anyhow::Error::new(err).context(format!("waiting for child {pid}")));
+        }
+    }
+    anyhow::bail!("waiting for child {pid}: interrupted 100 times in a row")
+}
+
+/// A callback for progress: (units done, units total, kills done).
+pub type OnProgress<'a> = &'a mut dyn FnMut(u64, u64, usize);
+
+/// Run the pipeline in `work` (the three files must exist) until quiescence or the deadline.
+pub fn run(
+    exe: &Path,
+    work: &Path,
+    logs: &Logs,
+    plan: &Plan,
+    on_progress: OnProgress<'_>,
+) -> Result<Outcome> {
+    assert!(plan.messages >= 1 && plan.consumers >= 1);
+    assert!(
+        plan.kill_at.windows(2).all(|w| w[0] <= w[1]),
+        "kill moments ascend"
+    );
+    let (_, mut pick) = kill_schedule(plan.seed, plan.messages, plan.kill_at.len());
+    let mut roles = vec![
+        Role {
+            name: "sender".into(),
+            kind: Kind::Sender,
+            argv: role_argv(Kind::Sender, plan, 0),
+            runs: 0,
+            running: None,
+            not_before: None,
+            restart: false,
+        },
+        Role {
+            name: "publisher".into(),
+            kind: Kind::Publisher,
+            argv: role_argv(Kind::Publisher, plan, 0),
+            runs: 0,
+            running: None,
+            not_before: None,
+            restart: false,
+        },
+    ];
+    for c in 1..=plan.consumers {
+        roles.push(Role {
+            name: format!("consumer-c{c}"),
+            kind: Kind::Consumer,
+            argv: role_argv(Kind::Consumer, plan, c),
+            runs: 0,
+            running: None,
+            not_before: None,
+            restart: false,
+        });
+    }
+    let watcher = Watcher::open(work)?;
+    let total_units = 3 * plan.messages as u64;
+    let started = Instant::now();
+    let mut outcome = Outcome::default();
+    let mut next_kill = 0usize;
+    let polls_max = plan.deadline.as_millis() / POLL.as_millis().max(1) + 1;
+    let mut quiescent = false;
+    for _ in 0..polls_max {
+        // 1. Reap what ended; kill what hangs.
+        for role in roles.iter_mut() {
+            let Some(running) = role.running.as_ref() else {
+                continue;
+            };
+            if let Some((exit, signal, max_rss_kb)) = reap(running.pid)? {
+                let running = role.running.take().expect("checked above");
+                let timed_out = running.killed && running.started.elapsed() >= plan.process_timeout;
+                let killed_by_driver = running.killed && !timed_out;
+                let expected_exit = if killed_by_driver {
+                    128 + libc::SIGKILL
+                } else {
+                    0
+                };
+                if timed_out {
+                    outcome.timed_out += 1;
+                } else if exit == fail::EXIT_LOCKED {
+                    outcome.busy_exits += 1;
+                } else if exit != expected_exit {
+                    outcome.unexpected_exits += 1;
+                }
+                let wall_ms = running.started.elapsed().as_secs_f64() * 1000.0;
+                let mut argv = vec!["crashlab".to_string()];
+                argv.extend(role.argv.iter().cloned());
+                outcome.processes.push(Process {
+                    scenario: "chaos".into(),
+                    step: running.step,
+                    argv,
+                    expected_exit,
+                    exit,
+                    signal,
+                    crash_point: None,
+                    crash_mode: killed_by_driver.then(|| "sigkill".to_string()),
+                    stdout: running.stdout,
+                    stderr: running.stderr,
+                    wall_ms: (wall_ms * 1000.0).round() / 1000.0,
+                    max_rss_kb,
+                    timed_out,
+                });
+                // Killed: start again at once. Ended by itself: after a pause.
+                role.restart = killed_by_driver;
+                role.not_before = (!killed_by_driver).then(|| Instant::now() + IDLE_RESTART);
+            } else if !running.killed && running.started.elapsed() >= plan.process_timeout {
+                // SAFETY: kill has no memory effects; the pid is not reaped yet, so still ours.
+                unsafe { libc::kill(running.pid, libc::SIGKILL) };
+                role.running.as_mut().expect("running").killed = true;
+            }
+        }
+        // 2. Look at the files.
+        let progress = watcher.read()?;
+        outcome.last_progress = progress;
+        let nothing_running = roles.iter().all(|r| r.running.is_none() && !r.restart);
+        let sender_needed = progress.contracts < plan.messages as u64;
+        if !sender_needed
+            && progress.outbox_pending == 0
+            && progress.queue_pending == 0
+            && nothing_running
+        {
+            quiescent = true;
+            break;
+        }
+        on_progress(progress.units(), total_units, outcome.kills.len());
+        // 3. Kill at the scheduled moments: a seeded pick among the roles running now.
+        if next_kill < plan.kill_at.len() && plan.kill_at[next_kill] <= progress.units() {
+            let alive: Vec<usize> = (0..roles.len())
+                .filter(|&i| roles[i].running.as_ref().is_some_and(|r| !r.killed))
+                .collect();
+            if !alive.is_empty() {
+                let index = alive[pick.range(0, alive.len() as u64 - 1) as usize];
+                let role = &mut roles[index];
+                let running = role.running.as_mut().expect("alive");
+                // SAFETY: kill has no memory effects; the pid is not reaped yet, so still ours.
+                unsafe { libc::kill(running.pid, libc::SIGKILL) };
+                running.killed = true;
+                outcome.kills.push(Kill {
+                    kill: next_kill + 1,
+                    at_units: plan.kill_at[next_kill],
+                    progress_units: progress.units(),
+                    role: role.name.clone(),
+                    step: running.step.clone(),
+                    since_start_ms: (started.elapsed().as_secs_f64() * 1e6).round() / 1000.0,
+                });
+                next_kill += 1;
+            }
+        }
+        // 4. Start what is needed and not running.
+        let now = Instant::now();
+        for role in roles.iter_mut() {
+            if role.running.is_some() || role.not_before.is_some_and(|t| now < t) {
+                continue;
+            }
+            // A role starts when there is work for it now, and always after a kill.
+            let needed = role.restart
+                || match role.kind {
+                    Kind::Sender => sender_needed,
+                    Kind::Publisher => progress.outbox_pending > 0,
+                    Kind::Consumer => progress.queue_pending > 0,
+                };
+            if needed {
+                role.restart = false;
+                role.running = Some(spawn(exe, work, logs, role)?);
+            }
+        }
+        std::thread::sleep(POLL);
+    }
+    if !quiescent {
+        // Past the deadline: stop everything, reap it, and say so.
+        for role in roles.iter_mut() {
+            if let Some(running) = role.running.take() {
+                // SAFETY: as above.
+                unsafe { libc::kill(running.pid, libc::SIGKILL) };
+                let _ = crate::lab::process::wait_bounded(
+                    running.pid,
+                    running.started,
+                    Duration::from_secs(10),
+                );
+            }
+        }
+        return Err(fail::failed(format!(
+            "the pipeline did not reach quiescence within {} ms (last progress {} of {} units)",
+            plan.deadline.as_millis(),
+            outcome.last_progress.units(),
+            total_units
+        )));
+    }
+    outcome.wall_ms = (started.elapsed().as_secs_f64() * 1e6).round() / 1000.0;
+    Ok(outcome)
+}
+
+fn spawn(exe: &Path, work: &Path, logs: &Logs, role: &mut Role) -> Result<Running> {
+    role.runs += 1;
+    let step = format!("{}.{}", role.name, role.runs);
+    let (out, err, stdout, stderr) = match logs {
+        Logs::Dir(dir) => {
+            let stdout = format!("{LOGS}/{step}.stdout.txt");
+            let stderr = format!("{LOGS}/{step}.stderr.txt");
+            let out =
+                File::create(dir.join(&stdout)).with_context(|| format!("creating {stdout}"))?;
+            let err =
+                File::create(dir.join(&stderr)).with_context(|| format!("creating {stderr}"))?;
+            (Stdio::from(out), Stdio::from(err), stdout, stderr)
+        }
+    };
+    let started = Instant::now();
+    let child = Command::new(exe)
+        .args(&role.argv)
+        .current_dir(work)
+        .stdin(Stdio::null())
+        .stdout(out)
+        .stderr(err)
+        .spawn()
+        .with_context(|| format!("starting {step}"))?;
+    let pid = child.id() as libc::pid_t;
+    // Reaped by wait4 in the loop; dropping the handle neither waits nor kills.
+    drop(child);
+    Ok(Running {
+        pid,
+        started,
+        step,
+        stdout,
+        stderr,
+        killed: false,
+    })
+}
