@@ -131,6 +131,8 @@ struct Report<'a> {
     lease_ms: i64,
     kills_requested: usize,
     kills_done: usize,
+    /// Kills sent as the process was ending by itself; each was made again on another.
+    kills_missed: usize,
     kills_by_role: BTreeMap<String, usize>,
     processes: usize,
     busy_exits: usize,
@@ -235,7 +237,7 @@ pub fn run(o: &Options, command: Vec<String>) -> Result<i32> {
         ));
     }
     let mut kills_by_role = BTreeMap::new();
-    for k in &outcome.kills {
+    for k in outcome.kills.iter().filter(|k| k.landed) {
         *kills_by_role.entry(k.role.clone()).or_insert(0) += 1;
     }
     let report = Report {
@@ -247,7 +249,8 @@ pub fn run(o: &Options, command: Vec<String>) -> Result<i32> {
         batch: o.batch,
         lease_ms: o.lease_ms,
         kills_requested: o.kills,
-        kills_done: outcome.kills.len(),
+        kills_done: outcome.kills.iter().filter(|k| k.landed).count(),
+        kills_missed: outcome.kills.iter().filter(|k| !k.landed).count(),
         kills_by_role,
         processes: outcome.processes.len(),
         busy_exits: outcome.busy_exits,

@@ -151,6 +151,8 @@ struct Running {
     stdout: String,
     stderr: String,
     killed: bool,
+    /// Index into `Outcome::kills` of the driver's kill of this process.
+    kill: Option<usize>,
 }
 
 struct Role {
@@ -175,6 +177,8 @@ pub struct Kill {
     pub role: String,
     pub step: String,
     pub since_start_ms: f64,
+    /// False when the process had already ended by itself: the kill is made again.
+    pub landed: bool,
 }
 
 /// What the run did, for the report and the evidence.
@@ -321,6 +325,7 @@ pub fn run(
     let started = Instant::now();
     let mut outcome = Outcome::default();
     let mut next_kill = 0usize;
+    let mut retry_kills = 0usize;
     let polls_max = plan.deadline.as_millis() / POLL.as_millis().max(1) + 1;
     let mut quiescent = false;
     for _ in 0..polls_max {
@@ -331,8 +336,16 @@ pub fn run(
             };
             if let Some((exit, signal, max_rss_kb)) = reap(running.pid)? {
                 let running = role.running.take().expect("checked above");
-                let timed_out = running.killed && running.started.elapsed() >= plan.process_timeout;
-                let killed_by_driver = running.killed && !timed_out;
+                let timed_out = running.killed
+                    && running.kill.is_none()
+                    && running.started.elapsed() >= plan.process_timeout;
+                // A kill sent as the process was ending by itself did not land: do it again.
+                let missed = running.kill.is_some() && signal != Some(libc::SIGKILL);
+                if let (Some(k), true) = (running.kill, missed) {
+                    outcome.kills[k].landed = false;
+                    retry_kills += 1;
+                }
+                let killed_by_driver = running.kill.is_some() && !missed;
                 let expected_exit = if killed_by_driver {
                     128 + libc::SIGKILL
                 } else {
@@ -376,6 +389,7 @@ pub fn run(
         let progress = watcher.read()?;
         outcome.last_progress = progress;
         let nothing_running = roles.iter().all(|r| r.running.is_none() && !r.restart);
+        // (A kill still to be made again cannot find a process once all is quiet.)
         let sender_needed = progress.contracts < plan.messages as u64;
         if !sender_needed
             && progress.outbox_pending == 0
@@ -387,7 +401,8 @@ pub fn run(
         }
         on_progress(progress.units(), total_units, outcome.kills.len());
         // 3. Kill at the scheduled moments: a seeded pick among the roles running now.
-        if next_kill < plan.kill_at.len() && plan.kill_at[next_kill] <= progress.units() {
+        let due = next_kill < plan.kill_at.len() && plan.kill_at[next_kill] <= progress.units();
+        if due || retry_kills > 0 {
             let alive: Vec<usize> = (0..roles.len())
                 .filter(|&i| roles[i].running.as_ref().is_some_and(|r| !r.killed))
                 .collect();
@@ -398,15 +413,23 @@ pub fn run(
                 // SAFETY: kill has no memory effects; the pid is not reaped yet, so still ours.
                 unsafe { libc::kill(running.pid, libc::SIGKILL) };
                 running.killed = true;
+                running.kill = Some(outcome.kills.len());
+                let at_units = if due {
+                    next_kill += 1;
+                    plan.kill_at[next_kill - 1]
+                } else {
+                    retry_kills -= 1;
+                    progress.units()
+                };
                 outcome.kills.push(Kill {
-                    kill: next_kill + 1,
-                    at_units: plan.kill_at[next_kill],
+                    kill: outcome.kills.len() + 1,
+                    at_units,
                     progress_units: progress.units(),
                     role: role.name.clone(),
                     step: running.step.clone(),
                     since_start_ms: (started.elapsed().as_secs_f64() * 1e6).round() / 1000.0,
+                    landed: true,
                 });
-                next_kill += 1;
             }
         }
         // 4. Start what is needed and not running.
@@ -486,5 +509,6 @@ fn spawn(exe: &Path, work: &Path, logs: &Logs, role: &mut Role) -> Result<Runnin
         stdout,
         stderr,
         killed: false,
+        kill: None,
     })
 }

@@ -1,0 +1,600 @@
+//! Lab 14 under load, on the built binary: real processes, real files, no mocks.
+//!
+//! No test asserts a timing; each asserts effects that a broken design would get wrong.
+
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+const EXE: &str = env!("CARGO_BIN_EXE_crashlab");
+
+fn crashlab(dir: &Path, args: &[&str]) -> Output {
+    Command::new(EXE)
+        .args(args)
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .output()
+        .expect("crashlab runs")
+}
+
+fn ok(dir: &Path, args: &[&str]) -> String {
+    let out = crashlab(dir, args);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "crashlab {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// A child whose stdout and stderr go to files in `dir` (a pipe nobody reads would fill up
+/// and stall it).
+struct Running {
+    child: Child,
+    stdout: std::path::PathBuf,
+    stderr: std::path::PathBuf,
+}
+
+fn spawn(dir: &Path, args: &[&str]) -> Running {
+    static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let stdout = dir.join(format!("child-{n}.stdout.txt"));
+    let stderr = dir.join(format!("child-{n}.stderr.txt"));
+    let child = Command::new(EXE)
+        .args(args)
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .stdout(std::fs::File::create(&stdout).unwrap())
+        .stderr(std::fs::File::create(&stderr).unwrap())
+        .spawn()
+        .expect("crashlab starts");
+    Running {
+        child,
+        stdout,
+        stderr,
+    }
+}
+
+/// Wait for a child with a bound; a hung child is killed and fails the test.
+fn finish(mut running: Running, what: &str) -> String {
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = running.child.try_wait().expect("try_wait") {
+            break status;
+        }
+        if started.elapsed() > Duration::from_secs(60) {
+            let _ = running.child.kill();
+            let _ = running.child.wait();
+            panic!("{what} hung for 60 s");
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    assert_eq!(
+        status.code(),
+        Some(0),
+        "{what}: {}",
+        std::fs::read_to_string(&running.stderr).unwrap_or_default()
+    );
+    std::fs::read_to_string(&running.stdout).unwrap()
+}
+
+fn last_json(stdout: &str) -> Value {
+    let line = stdout
+        .lines()
+        .rev()
+        .find(|l| l.starts_with('{'))
+        .unwrap_or_else(|| panic!("no JSON line in: {stdout}"));
+    serde_json::from_str(line).unwrap_or_else(|e| panic!("bad JSON ({e}): {line}"))
+}
+
+fn verify(dir: &Path) -> Value {
+    last_json(&ok(
+        dir,
+        &[
+            "verify",
+            "--sender",
+            "sender.db",
+            "--queue",
+            "queue.db",
+            "--receiver",
+            "receiver.db",
+            "--json",
+        ],
+    ))
+}
+
+/// `CONSUMED applied=A duplicates=D rejected=R` → (A, D).
+fn consumed(stdout: &str) -> (u64, u64) {
+    let line = stdout
+        .lines()
+        .find(|l| l.starts_with("CONSUMED "))
+        .unwrap_or_else(|| panic!("no CONSUMED line in: {stdout}"));
+    let field = |name: &str| -> u64 {
+        line.split_whitespace()
+            .find_map(|w| w.strip_prefix(name))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("no {name} in {line}"))
+    };
+    (field("applied="), field("duplicates="))
+}
+
+fn sql_i64(path: &Path, sql: &str) -> i64 {
+    let conn =
+        rusqlite::Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+            .expect("open read-only");
+    conn.query_row(sql, [], |r| r.get(0)).expect(sql)
+}
+
+#[test]
+fn small_chaos_run_loses_nothing_and_doubles_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = ok(
+        dir.path(),
+        &[
+            "chaos",
+            "14",
+            "--messages",
+            "300",
+            "--consumers",
+            "2",
+            "--kills",
+            "30",
+            "--seed",
+            "7",
+            "--batch",
+            "10",
+            "--json",
+            "--out",
+            "ev",
+        ],
+    );
+    let r = last_json(&out);
+    assert_eq!(r["ok"], true, "{r}");
+    assert_eq!(r["kills_done"], 30, "every scheduled kill was made: {r}");
+    assert_eq!(r["check"]["lost_effects"], 0);
+    assert_eq!(r["check"]["duplicated_effects"], 0);
+    assert_eq!(r["check"]["inbox"], 300);
+    assert_eq!(r["check"]["ledger"], r["check"]["ledger_expected"]);
+    assert!(r["replay"].as_str().unwrap().contains("--seed 7"));
+    // processes.json records every process, the killed ones with their signal.
+    let p: Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.path().join("ev/processes.json")).unwrap(),
+    )
+    .unwrap();
+    let procs = p["processes"].as_array().unwrap();
+    let killed = procs
+        .iter()
+        .filter(|x| x["signal"] == 9 && x["crash_mode"] == "sigkill")
+        .count();
+    assert_eq!(killed, 30, "each kill is a process ended by SIGKILL");
+    assert!(procs.iter().all(|x| x["exit"] == x["expected_exit"]));
+    for x in procs {
+        let stdout = x["stdout"].as_str().unwrap();
+        assert!(dir.path().join("ev").join(stdout).is_file(), "{stdout}");
+    }
+}
+
+#[test]
+fn chaos_refuses_bad_input_with_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    for args in [
+        &["chaos", "14", "--messages", "0"][..],
+        &["chaos", "14", "--consumers", "99"][..],
+        &["chaos", "13"][..],
+        &["bench", "14", "--runs", "0"][..],
+    ] {
+        let out = crashlab(dir.path(), args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(stderr.trim().lines().count(), 1, "{args:?}: {stderr}");
+    }
+    std::fs::create_dir(dir.path().join("taken")).unwrap();
+    let out = crashlab(
+        dir.path(),
+        &["chaos", "14", "--messages", "5", "--out", "taken"],
+    );
+    assert_eq!(out.status.code(), Some(2), "an existing --out is refused");
+}
+
+#[test]
+fn consumers_racing_on_one_message_make_exactly_one_effect() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let deliveries = 24;
+    let consumers = 4;
+    let enqueue = [
+        "enqueue",
+        "--queue",
+        "queue.db",
+        "--message",
+        "M1",
+        "--contract",
+        "R1",
+        "--amount",
+        "25",
+    ];
+    ok(d, &enqueue);
+    // Create the receiver file before the race (the crash comes before the claim commits).
+    let out = crashlab(
+        d,
+        &[
+            "consumer",
+            "--queue",
+            "queue.db",
+            "--receiver",
+            "receiver.db",
+            "--crash-at",
+            "consumer.before-claim-commit",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(73));
+    for _ in 1..deliveries {
+        ok(d, &enqueue);
+    }
+    let children: Vec<Running> = (1..=consumers)
+        .map(|c| {
+            spawn(
+                d,
+                &[
+                    "consumer",
+                    "--queue",
+                    "queue.db",
+                    "--receiver",
+                    "receiver.db",
+                    "--consumer-id",
+                    &format!("c{c}"),
+                    "--batch",
+                    "1",
+                ],
+            )
+        })
+        .collect();
+    let (mut applied, mut duplicates, mut races) = (0, 0, 0);
+    for (i, child) in children.into_iter().enumerate() {
+        let stdout = finish(child, &format!("consumer c{}", i + 1));
+        let (a, dup) = consumed(&stdout);
+        applied += a;
+        duplicates += dup;
+        races += stdout.lines().filter(|l| l.starts_with("RACE ")).count();
+    }
+    eprintln!(
+        "race: {deliveries} deliveries, {consumers} consumers, {races} lost at the Inbox key"
+    );
+    assert_eq!(applied, 1, "exactly one consumer applied the message");
+    assert_eq!(
+        duplicates,
+        deliveries - 1,
+        "every other delivery was a duplicate"
+    );
+    let queue = d.join("queue.db");
+    assert_eq!(
+        sql_i64(
+            &queue,
+            "SELECT count(*) FROM deliveries WHERE status = 'acked'"
+        ),
+        deliveries as i64
+    );
+    let receiver = d.join("receiver.db");
+    assert_eq!(sql_i64(&receiver, "SELECT count(*) FROM inbox"), 1);
+    assert_eq!(
+        sql_i64(
+            &receiver,
+            "SELECT balance FROM ledger WHERE contract_id = 'R1'"
+        ),
+        25
+    );
+    assert_eq!(
+        sql_i64(
+            &receiver,
+            "SELECT credits FROM ledger WHERE contract_id = 'R1'"
+        ),
+        1
+    );
+}
+
+/// One message applied, then delivered again after `delay`; the second consumer run cleans
+/// the Inbox with `retention_ms` first. Returns (ledger balance, credits).
+fn redelivery_after_retention(retention_ms: &str, delay: Duration) -> (i64, i64, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    ok(
+        d,
+        &[
+            "sender",
+            "--db",
+            "sender.db",
+            "--contract",
+            "C1",
+            "--amount",
+            "25",
+            "--message",
+            "M1",
+        ],
+    );
+    // The publisher dies between its queue commit and its Outbox commit: M1 will go again.
+    let out = crashlab(
+        d,
+        &[
+            "publisher",
+            "--sender",
+            "sender.db",
+            "--queue",
+            "queue.db",
+            "--crash-at",
+            "publisher.after-queue-commit",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(73));
+    let consume = [
+        "consumer",
+        "--queue",
+        "queue.db",
+        "--receiver",
+        "receiver.db",
+    ];
+    let (applied, _) = consumed(&ok(d, &consume));
+    assert_eq!(applied, 1);
+    std::thread::sleep(delay);
+    ok(
+        d,
+        &["publisher", "--sender", "sender.db", "--queue", "queue.db"],
+    );
+    let mut args = consume.to_vec();
+    args.extend(["--inbox-retention-ms", retention_ms]);
+    let stdout = ok(d, &args);
+    let v = verify(d);
+    assert_eq!(v["queue"]["deliveries"], 2, "two physical deliveries: {v}");
+    assert_eq!(v["queue"]["pending"], 0);
+    let receiver = d.join("receiver.db");
+    (
+        sql_i64(
+            &receiver,
+            "SELECT balance FROM ledger WHERE contract_id = 'C1'",
+        ),
+        sql_i64(
+            &receiver,
+            "SELECT credits FROM ledger WHERE contract_id = 'C1'",
+        ),
+        stdout,
+    )
+}
+
+#[test]
+fn inbox_retention_shorter_than_the_redelivery_delay_doubles_the_effect() {
+    let (balance, credits, stdout) = redelivery_after_retention("100", Duration::from_millis(400));
+    assert!(
+        stdout.contains("inbox retention deleted 1 rows"),
+        "{stdout}"
+    );
+    assert_eq!(credits, 2, "the cleaned Inbox no longer knew M1");
+    assert_eq!(balance, 50, "duplicate effect: 25 credited twice");
+}
+
+#[test]
+fn inbox_retention_longer_than_the_redelivery_delay_keeps_one_effect() {
+    let (balance, credits, stdout) =
+        redelivery_after_retention("60000", Duration::from_millis(400));
+    assert!(
+        stdout.contains("inbox retention deleted 0 rows"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("DUPLICATE delivery 2 message M1"),
+        "{stdout}"
+    );
+    assert_eq!((balance, credits), (25, 1));
+}
+
+#[test]
+fn two_publishers_on_one_outbox_lose_nothing_and_the_inbox_absorbs_duplicates() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let n = 400;
+    ok(
+        d,
+        &[
+            "sender",
+            "--db",
+            "sender.db",
+            "--generate",
+            &n.to_string(),
+            "--seed",
+            "3",
+            "--batch",
+            "50",
+        ],
+    );
+    // The queue file exists before both start, so neither races to create it.
+    ok(
+        d,
+        &[
+            "enqueue",
+            "--queue",
+            "queue.db",
+            "--message",
+            "W0",
+            "--contract",
+            "W0",
+            "--amount",
+            "1",
+        ],
+    );
+    let publish = [
+        "publisher",
+        "--sender",
+        "sender.db",
+        "--queue",
+        "queue.db",
+        "--batch",
+        "5",
+    ];
+    let a = spawn(d, &publish);
+    let b = spawn(d, &publish);
+    finish(a, "publisher a");
+    finish(b, "publisher b");
+    let queue = d.join("queue.db");
+    let real = "message_id != 'W0'";
+    let distinct = sql_i64(
+        &queue,
+        &format!("SELECT count(DISTINCT message_id) FROM deliveries WHERE {real}"),
+    );
+    let deliveries = sql_i64(
+        &queue,
+        &format!("SELECT count(*) FROM deliveries WHERE {real}"),
+    );
+    assert_eq!(distinct, n as i64, "every Outbox row reached the queue");
+    // Ordering: within the queue, a message's first delivery may come after a later message's.
+    let order = {
+        let conn = rusqlite::Connection::open_with_flags(
+            &queue,
+            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
+        )
+        .unwrap();
+        let mut stmt = conn
+            .prepare(&format!(
+                "SELECT message_id FROM deliveries WHERE {real} ORDER BY delivery_id"
+            ))
+            .unwrap();
+        let ids: Vec<String> = stmt
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .map(|r| r.unwrap())
+            .collect();
+        ids
+    };
+    let mut highest = String::new();
+    let mut behind = 0;
+    for id in &order {
+        if *id < highest {
+            behind += 1;
+        } else {
+            highest = id.clone();
+        }
+    }
+    eprintln!(
+        "two publishers: {deliveries} deliveries of {n} messages, {behind} behind a later message"
+    );
+    assert_eq!(
+        sql_i64(
+            &d.join("sender.db"),
+            "SELECT count(*) FROM outbox WHERE status = 'pending'"
+        ),
+        0
+    );
+    let consume = |c: &str| {
+        spawn(
+            d,
+            &[
+                "consumer",
+                "--queue",
+                "queue.db",
+                "--receiver",
+                "receiver.db",
+                "--consumer-id",
+                c,
+                "--batch",
+                "10",
+            ],
+        )
+    };
+    // A receiver file first, then two consumers at once.
+    let first = crashlab(
+        d,
+        &[
+            "consumer",
+            "--queue",
+            "queue.db",
+            "--receiver",
+            "receiver.db",
+            "--batch",
+            "1",
+            "--crash-at",
+            "consumer.after-ack",
+        ],
+    );
+    assert_eq!(first.status.code(), Some(73));
+    let (c1, c2) = (consume("c1"), consume("c2"));
+    let mut applied = 0;
+    let mut duplicates = 0;
+    for (child, name) in [(c1, "c1"), (c2, "c2")] {
+        let (a, dup) = consumed(&finish(child, name));
+        applied += a;
+        duplicates += dup;
+    }
+    let receiver = d.join("receiver.db");
+    // W0 (applied by the crashing run) is not one of the N.
+    assert_eq!(
+        sql_i64(
+            &receiver,
+            "SELECT count(*) FROM inbox WHERE message_id != 'W0'"
+        ),
+        n as i64
+    );
+    assert_eq!(
+        sql_i64(&receiver, "SELECT max(credits) FROM ledger"),
+        1,
+        "no contract credited twice"
+    );
+    assert_eq!(
+        sql_i64(
+            &receiver,
+            "SELECT sum(balance) FROM ledger WHERE contract_id != 'W0'"
+        ),
+        sql_i64(&d.join("sender.db"), "SELECT sum(amount) FROM contracts"),
+        "the ledger holds every amount once"
+    );
+    assert_eq!(
+        applied + duplicates,
+        deliveries as u64,
+        "every delivery was handled once"
+    );
+    assert_eq!(
+        duplicates,
+        (deliveries - n as i64) as u64,
+        "the duplicates are what the Inbox absorbed"
+    );
+}
+
+#[test]
+fn bench_at_a_tiny_size_prints_well_formed_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = ok(
+        dir.path(),
+        &[
+            "bench",
+            "14",
+            "--messages",
+            "60",
+            "--batch",
+            "10",
+            "--consumers",
+            "2",
+            "--runs",
+            "1",
+            "--json",
+        ],
+    );
+    let r = last_json(&out);
+    assert_eq!(r["ok"], true, "{r}");
+    assert_eq!(r["messages"], 60);
+    let costs = r["phase_costs"].as_array().unwrap();
+    assert_eq!(costs.len(), 5);
+    for c in costs {
+        assert!(c["median_wall_ms"].as_f64().unwrap() > 0.0, "{c}");
+        assert!(c["max_rss_kb"].as_i64().unwrap() > 0, "{c}");
+    }
+    let stages = r["stages"].as_array().unwrap();
+    assert_eq!(stages.len(), 4);
+    for s in stages {
+        assert_eq!(s["rows"], 60);
+        assert!(s["rows_per_s"].as_f64().unwrap() > 0.0, "{s}");
+        assert!(s["ceiling_rows_per_s"].as_f64().unwrap() > 0.0, "{s}");
+        assert!(
+            s["trace_bytes"].as_u64().unwrap() > 0,
+            "the trace stays on: {s}"
+        );
+    }
+}
