@@ -17,6 +17,9 @@ use crate::outbox::variant::Variant;
                   right after a real commit, restarts, reads the files back, and records the evidence."
 )]
 pub struct Cli {
+    /// Do not print the SQL trace (to measure its cost; the trace is the default and the evidence)
+    #[arg(long, global = true)]
+    pub no_trace: bool,
     #[command(subcommand)]
     pub command: Command,
 }

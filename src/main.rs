@@ -17,6 +17,7 @@ use clap::Parser;
 
 fn main() {
     let cli = cli::Cli::parse();
+    store::set_trace(!cli.no_trace);
     let code = match commands::dispatch(cli.command) {
         Ok(code) => code,
         Err(error) => {

@@ -5,6 +5,7 @@
 //! leaves frames no reader will see, and a read-only reader needs no hot-journal rollback.
 
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use anyhow::{Context, Result};
@@ -54,9 +55,17 @@ pub struct Db {
     pub db: &'static str,
 }
 
+/// The SQL trace is on unless `crashlab --no-trace` turned it off for this process (bench
+/// uses that to measure what the trace costs; every lab and chaos run keeps it).
+static TRACE: AtomicBool = AtomicBool::new(true);
+
+pub fn set_trace(on: bool) {
+    TRACE.store(on, Ordering::Relaxed);
+}
+
 /// Open `path` as a database of kind `schema`, pin the pragmas, trace to stdout, check schema.
 pub fn open(path: &Path, schema: &'static Schema, access: Access) -> Result<Db> {
-    open_traced(path, schema, access, true)
+    open_traced(path, schema, access, TRACE.load(Ordering::Relaxed))
 }
 
 /// As `open`, with the trace optional (the harness reads files without printing).

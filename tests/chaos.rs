@@ -587,14 +587,17 @@ fn bench_at_a_tiny_size_prints_well_formed_json() {
         assert!(c["max_rss_kb"].as_i64().unwrap() > 0, "{c}");
     }
     let stages = r["stages"].as_array().unwrap();
-    assert_eq!(stages.len(), 4);
+    assert_eq!(stages.len(), 8, "four stages with the trace, four without");
     for s in stages {
         assert_eq!(s["rows"], 60);
         assert!(s["rows_per_s"].as_f64().unwrap() > 0.0, "{s}");
         assert!(s["ceiling_rows_per_s"].as_f64().unwrap() > 0.0, "{s}");
+    }
+    for i in 0..4 {
+        let (on, off) = (&stages[i], &stages[i + 4]);
         assert!(
-            s["trace_bytes"].as_u64().unwrap() > 0,
-            "the trace stays on: {s}"
+            on["trace_bytes"].as_u64().unwrap() > off["trace_bytes"].as_u64().unwrap(),
+            "the traced pass writes the SQL trace: {on} vs {off}"
         );
     }
 }

@@ -366,29 +366,40 @@ fn together(
     Ok((ms(started.elapsed()), max_rss_kb))
 }
 
-pub fn run(o: &Options) -> Result<i32> {
-    validate(o)?;
-    let exe = std::env::current_exe().context("locating the crashlab binary")?;
+/// Wall times of one pass over the stages, with the trace on or off.
+struct Pass {
+    sender: process::Ended,
+    publisher: process::Ended,
+    consume_ms: f64,
+    consume_rss_kb: i64,
+    e2e: pipeline::Outcome,
+    trace_bytes: [u64; 4],
+}
+
+fn pass(exe: &Path, o: &Options, trace: bool, problems: &mut Vec<String>) -> Result<Pass> {
     let n = o.messages;
     let batch = o.batch.to_string();
-    let bar = Progress::new("bench", 4);
-    let mut problems = Vec::new();
-
-    bar.phase(&format!("per-phase process cost, {} runs", o.runs));
-    let costs = phase_costs(&exe, o.runs)?;
-
-    bar.phase(&format!("stages one at a time, {n} messages"));
+    let n_text = n.to_string();
+    let label = if trace { "trace on" } else { "trace off" };
+    let with = |args: &[&str]| {
+        let mut v = if trace {
+            Vec::new()
+        } else {
+            vec!["--no-trace".to_string()]
+        };
+        v.extend(strings(args));
+        v
+    };
     let dir = tempfile::Builder::new()
         .prefix("crashlab-bench-")
         .tempdir()
         .context("creating a bench directory")?;
     let d = dir.path();
-    let n_text = n.to_string();
     let sender = child(
-        &exe,
+        exe,
         d,
         "sender",
-        &strings(&[
+        &with(&[
             "sender",
             "--db",
             pipeline::SENDER_DB,
@@ -401,10 +412,10 @@ pub fn run(o: &Options) -> Result<i32> {
         ]),
     )?;
     let publisher = child(
-        &exe,
+        exe,
         d,
         "publisher",
-        &strings(&[
+        &with(&[
             "publisher",
             "--sender",
             pipeline::SENDER_DB,
@@ -419,7 +430,7 @@ pub fn run(o: &Options) -> Result<i32> {
         .collect();
     let args: Vec<Vec<String>> = (1..=o.consumers)
         .map(|c| {
-            strings(&[
+            with(&[
                 "consumer",
                 "--queue",
                 pipeline::QUEUE_DB,
@@ -439,14 +450,15 @@ pub fn run(o: &Options) -> Result<i32> {
         Access::WriteCreate,
         false,
     )?;
-    let (consume_ms, consume_rss) = together(&exe, d, &names, &args)?;
+    let (consume_ms, consume_rss_kb) = together(exe, d, &names, &args)?;
     let staged = chaos::check(d, n, SEED)?;
-    problems.extend(staged.problems.iter().map(|p| format!("stages: {p}")));
+    problems.extend(
+        staged
+            .problems
+            .iter()
+            .map(|p| format!("stages ({label}): {p}")),
+    );
 
-    bar.phase(&format!(
-        "end to end, {n} messages, {} consumers at once",
-        o.consumers
-    ));
     let e2e_dir = tempfile::Builder::new()
         .prefix("crashlab-bench-e2e-")
         .tempdir()
@@ -464,9 +476,10 @@ pub fn run(o: &Options) -> Result<i32> {
         kill_at: Vec::new(),
         process_timeout: CHILD_TIMEOUT,
         deadline: CHILD_TIMEOUT,
+        trace,
     };
     let e2e = pipeline::run(
-        &exe,
+        exe,
         &work,
         &Logs::Dir(e2e_dir.path().to_path_buf()),
         &plan,
@@ -477,20 +490,50 @@ pub fn run(o: &Options) -> Result<i32> {
         e2e_check
             .problems
             .iter()
-            .map(|p| format!("end to end: {p}")),
+            .map(|p| format!("end to end ({label}): {p}")),
     );
     if e2e.unexpected_exits + e2e.busy_exits + e2e.timed_out > 0 {
         problems.push(format!(
-            "end to end: {} unexpected exits, {} busy exits, {} timed out",
+            "end to end ({label}): {} unexpected exits, {} busy exits, {} timed out",
             e2e.unexpected_exits, e2e.busy_exits, e2e.timed_out
         ));
     }
+    Ok(Pass {
+        sender,
+        publisher,
+        consume_ms,
+        consume_rss_kb,
+        trace_bytes: [
+            stdout_bytes(d, "sender"),
+            stdout_bytes(d, "publisher"),
+            stdout_bytes(d, "consumer"),
+            stdout_bytes(&e2e_dir.path().join(pipeline::LOGS), ""),
+        ],
+        e2e,
+    })
+}
 
+pub fn run(o: &Options) -> Result<i32> {
+    validate(o)?;
+    let exe = std::env::current_exe().context("locating the crashlab binary")?;
+    let n = o.messages;
+    let bar = Progress::new("bench", 4);
+    let mut problems = Vec::new();
+
+    bar.phase(&format!("per-phase process cost, {} runs", o.runs));
+    let costs = phase_costs(&exe, o.runs)?;
+    bar.phase(&format!(
+        "stages one at a time, then all at once: {n} messages, {} consumers, trace on",
+        o.consumers
+    ));
+    let traced = pass(&exe, o, true, &mut problems)?;
+    bar.phase("the same with --no-trace, to show what the trace costs");
+    let untraced = pass(&exe, o, false, &mut problems)?;
     bar.phase("ceiling: plain batched inserts, same schema and pragmas");
     let (c_outbox, c_publish, c_consume) = ceilings(n, o.batch as usize)?;
     bar.finish();
 
-    let stage = |name: &str,
+    let stage = |name: String,
                  wall_ms: f64,
                  ceiling_wall_ms: f64,
                  trace_bytes: u64,
@@ -499,7 +542,7 @@ pub fn run(o: &Options) -> Result<i32> {
         let rows_per_s = per_s(n, wall_ms);
         let ceiling_rows_per_s = per_s(n, ceiling_wall_ms);
         Stage {
-            stage: name.to_string(),
+            stage: name,
             rows: n,
             wall_ms: (wall_ms * 1000.0).round() / 1000.0,
             rows_per_s,
@@ -515,46 +558,48 @@ pub fn run(o: &Options) -> Result<i32> {
             max_rss_kb,
         }
     };
-    let e2e_rss = e2e
-        .processes
-        .iter()
-        .map(|p| p.max_rss_kb)
-        .max()
-        .unwrap_or(0);
-    let stages = vec![
-        stage(
-            "outbox writes (sender)",
-            sender.wall_ms,
+    let mut stages = Vec::new();
+    for (p, suffix) in [(&traced, ""), (&untraced, ", no trace")] {
+        let e2e_rss = p
+            .e2e
+            .processes
+            .iter()
+            .map(|x| x.max_rss_kb)
+            .max()
+            .unwrap_or(0);
+        stages.push(stage(
+            format!("outbox writes{suffix}"),
+            p.sender.wall_ms,
             c_outbox,
-            stdout_bytes(d, "sender"),
+            p.trace_bytes[0],
             1,
-            sender.max_rss_kb,
-        ),
-        stage(
-            "publish",
-            publisher.wall_ms,
+            p.sender.max_rss_kb,
+        ));
+        stages.push(stage(
+            format!("publish{suffix}"),
+            p.publisher.wall_ms,
             c_publish,
-            stdout_bytes(d, "publisher"),
+            p.trace_bytes[1],
             1,
-            publisher.max_rss_kb,
-        ),
-        stage(
-            &format!("consume ({} consumers)", o.consumers),
-            consume_ms,
+            p.publisher.max_rss_kb,
+        ));
+        stages.push(stage(
+            format!("consume x{}{suffix}", o.consumers),
+            p.consume_ms,
             c_consume,
-            stdout_bytes(d, "consumer"),
+            p.trace_bytes[2],
             o.consumers,
-            consume_rss,
-        ),
-        stage(
-            "end to end (all at once)",
-            e2e.wall_ms,
+            p.consume_rss_kb,
+        ));
+        stages.push(stage(
+            format!("end to end{suffix}"),
+            p.e2e.wall_ms,
             c_outbox + c_publish + c_consume,
-            stdout_bytes(&e2e_dir.path().join(pipeline::LOGS), ""),
-            e2e.processes.len(),
+            p.trace_bytes[3],
+            p.e2e.processes.len(),
             e2e_rss,
-        ),
-    ];
+        ));
+    }
     let report = Report {
         lab: "14-outbox-inbox",
         messages: n,

@@ -201,6 +201,7 @@ pub fn run(o: &Options, command: Vec<String>) -> Result<i32> {
         kill_at,
         process_timeout: Duration::from_millis(o.process_timeout_ms),
         deadline: Duration::from_millis(o.timeout_ms),
+        trace: true,
     };
     let started = Instant::now();
     let mut bar = Progress::new("chaos", 3 * o.messages as u64);

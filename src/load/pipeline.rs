@@ -47,6 +47,8 @@ pub struct Plan {
     pub process_timeout: Duration,
     /// The whole run, recovery included.
     pub deadline: Duration,
+    /// The roles print their SQL trace (always, except in bench's measure of its cost).
+    pub trace: bool,
 }
 
 /// The kill moments for `kills` kills over `messages` messages, from the seed alone. They lie
@@ -204,7 +206,15 @@ pub const LOGS: &str = "logs";
 
 fn role_argv(kind: Kind, plan: &Plan, consumer: usize) -> Vec<String> {
     let batch = plan.batch.to_string();
-    let strings = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    let strings = |v: &[&str]| {
+        let mut argv = if plan.trace {
+            Vec::new()
+        } else {
+            vec!["--no-trace".to_string()]
+        };
+        argv.extend(v.iter().map(|s| s.to_string()));
+        argv
+    };
     match kind {
         Kind::Sender => strings(&[
             "sender",

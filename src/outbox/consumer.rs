@@ -17,7 +17,7 @@ use rusqlite::{params, OptionalExtension};
 use crate::crash;
 use crate::fail;
 use crate::out;
-use crate::outbox::model::{now_ms, Payload};
+use crate::outbox::model::{busy_wait, now_ms, Payload};
 use crate::outbox::schema::{QUEUE, RECEIVER};
 use crate::outbox::variant::Variant;
 use crate::store::{self, Access, Db};
@@ -59,12 +59,17 @@ enum Decision {
 pub fn run(options: &Options<'_>) -> Result<Outcome> {
     assert!(options.batch >= 1, "batch size is at least 1");
     assert!(options.lease_ms >= 1, "a lease lasts at least 1 ms");
-    let queue = store::open(options.queue, &QUEUE, Access::Write)?;
-    let receiver = store::open(options.receiver, &RECEIVER, Access::WriteCreate)?;
+    let mut queue = store::open(options.queue, &QUEUE, Access::Write)?;
+    let mut receiver = store::open(options.receiver, &RECEIVER, Access::WriteCreate)?;
     let queue_shown = options.queue.display().to_string();
     let receiver_shown = options.receiver.display().to_string();
     let on_queue = |e: rusqlite::Error| store::explain(e, "queue", &queue_shown);
     let on_receiver = |e: rusqlite::Error| store::explain(e, "receiver", &receiver_shown);
+    queue.conn.busy_handler(Some(busy_wait)).map_err(on_queue)?;
+    receiver
+        .conn
+        .busy_handler(Some(busy_wait))
+        .map_err(on_receiver)?;
 
     if let Some(retention_ms) = options.inbox_retention_ms {
         expire_inbox(&receiver, retention_ms).map_err(on_receiver)?;

@@ -112,6 +112,27 @@ pub fn now_ms() -> i64 {
     i64::try_from(since.as_millis()).unwrap_or(i64::MAX)
 }
 
+/// Busy handler for the roles that share a file under load (publisher, consumers): the same
+/// bound as the pinned busy timeout (store::BUSY_TIMEOUT_MS), but short sleeps first.
+/// SQLite's own handler sleeps 1, 2, 5, 10 … 100 ms between tries, so a writer waiting for a
+/// commit that takes a fraction of a millisecond loses milliseconds each time. Returns false
+/// (SQLITE_BUSY, which the roles turn into exit 75) once the bound is spent.
+pub fn busy_wait(count: i32) -> bool {
+    const SHORT_TRIES: i32 = 200;
+    const SHORT_US: u64 = 50;
+    let bound_ms = crate::store::BUSY_TIMEOUT_MS as i32;
+    let long_tries = bound_ms.saturating_sub(SHORT_TRIES * SHORT_US as i32 / 1000);
+    if count < SHORT_TRIES {
+        std::thread::sleep(std::time::Duration::from_micros(SHORT_US));
+        true
+    } else if count < SHORT_TRIES + long_tries {
+        std::thread::sleep(std::time::Duration::from_millis(1));
+        true
+    } else {
+        false
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -9,7 +9,7 @@ use rusqlite::params;
 
 use crate::crash;
 use crate::out;
-use crate::outbox::model::{now_ms, Payload};
+use crate::outbox::model::{busy_wait, now_ms, Payload};
 use crate::outbox::schema::{QUEUE, SENDER};
 use crate::outbox::variant::Variant;
 use crate::store::{self, Access, Db};
@@ -33,10 +33,18 @@ struct Row {
 /// Publish until no pending row is left (or ROWS_MAX rows were sent). Returns rows published.
 pub fn run(options: &Options<'_>) -> Result<usize> {
     assert!(options.batch >= 1, "batch size is at least 1");
-    let sender = store::open(options.sender, &SENDER, Access::Write)?;
-    let queue = store::open(options.queue, &QUEUE, Access::WriteCreate)?;
+    let mut sender = store::open(options.sender, &SENDER, Access::Write)?;
+    let mut queue = store::open(options.queue, &QUEUE, Access::WriteCreate)?;
     let sender_shown = options.sender.display().to_string();
     let queue_shown = options.queue.display().to_string();
+    sender
+        .conn
+        .busy_handler(Some(busy_wait))
+        .map_err(|e| store::explain(e, "sender", &sender_shown))?;
+    queue
+        .conn
+        .busy_handler(Some(busy_wait))
+        .map_err(|e| store::explain(e, "queue", &queue_shown))?;
     let rounds_max = ROWS_MAX.div_ceil(options.batch);
     let mut published = 0;
     for _ in 0..rounds_max {

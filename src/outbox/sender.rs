@@ -8,7 +8,7 @@ use rusqlite::{params, ErrorCode};
 use crate::crash;
 use crate::fail;
 use crate::out;
-use crate::outbox::model::{check_amount, check_id};
+use crate::outbox::model::{busy_wait, check_amount, check_id};
 use crate::outbox::schema::SENDER;
 use crate::store::{self, Access};
 
@@ -38,9 +38,10 @@ pub fn run(db_path: &Path, contracts: &[Contract], batch: usize) -> Result<usize
         check_id("message", &c.message)?;
         check_amount(c.amount)?;
     }
-    let db = store::open(db_path, &SENDER, Access::WriteCreate)?;
+    let mut db = store::open(db_path, &SENDER, Access::WriteCreate)?;
     let shown = db_path.display().to_string();
     let explain = |e: rusqlite::Error| store::explain(e, "sender", &shown);
+    db.conn.busy_handler(Some(busy_wait)).map_err(explain)?;
     let mut written = 0;
     for chunk in contracts.chunks(batch) {
         db.conn.execute_batch("BEGIN IMMEDIATE").map_err(explain)?;
