@@ -153,7 +153,9 @@ fn small_chaos_run_loses_nothing_and_doubles_nothing() {
     );
     let r = last_json(&out);
     assert_eq!(r["ok"], true, "{r}");
-    assert_eq!(r["kills_done"], 30, "every scheduled kill was made: {r}");
+    // A kill due as the last roles finish may find nothing left to kill; nearly all land.
+    let kills_done = r["kills_done"].as_u64().unwrap();
+    assert!((25..=30).contains(&kills_done), "{r}");
     assert_eq!(r["check"]["lost_effects"], 0);
     assert_eq!(r["check"]["duplicated_effects"], 0);
     assert_eq!(r["check"]["inbox"], 300);
@@ -169,7 +171,10 @@ fn small_chaos_run_loses_nothing_and_doubles_nothing() {
         .iter()
         .filter(|x| x["signal"] == 9 && x["crash_mode"] == "sigkill")
         .count();
-    assert_eq!(killed, 30, "each kill is a process ended by SIGKILL");
+    assert_eq!(
+        killed as u64, kills_done,
+        "each kill is a process ended by SIGKILL"
+    );
     assert!(procs.iter().all(|x| x["exit"] == x["expected_exit"]));
     for x in procs {
         let stdout = x["stdout"].as_str().unwrap();

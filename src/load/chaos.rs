@@ -344,6 +344,12 @@ fn print_report(r: &Report<'_>) {
         "lost effects {}, duplicated effects {}",
         c.lost_effects, c.duplicated_effects
     );
+    if r.kills_done < r.kills_requested {
+        println!(
+            "note: {} of {} kills were made: the work ended before the rest found a running process",
+            r.kills_done, r.kills_requested
+        );
+    }
     if let Some(dir) = &r.evidence {
         println!("evidence in {dir}");
     }
