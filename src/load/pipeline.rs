@@ -410,37 +410,42 @@ pub fn run(
             break;
         }
         on_progress(progress.units(), total_units, outcome.kills.len());
-        // 3. Kill at the scheduled moments: a seeded pick among the roles running now.
-        let due = next_kill < plan.kill_at.len() && plan.kill_at[next_kill] <= progress.units();
-        if due || retry_kills > 0 {
+        // 3. Kill at the scheduled moments: a seeded pick among the roles running now. When
+        //    several moments have passed since the last poll, each takes another process.
+        for _ in 0..roles.len() {
+            let due = next_kill < plan.kill_at.len() && plan.kill_at[next_kill] <= progress.units();
+            if !due && retry_kills == 0 {
+                break;
+            }
             let alive: Vec<usize> = (0..roles.len())
                 .filter(|&i| roles[i].running.as_ref().is_some_and(|r| !r.killed))
                 .collect();
-            if !alive.is_empty() {
-                let index = alive[pick.range(0, alive.len() as u64 - 1) as usize];
-                let role = &mut roles[index];
-                let running = role.running.as_mut().expect("alive");
-                // SAFETY: kill has no memory effects; the pid is not reaped yet, so still ours.
-                unsafe { libc::kill(running.pid, libc::SIGKILL) };
-                running.killed = true;
-                running.kill = Some(outcome.kills.len());
-                let at_units = if due {
-                    next_kill += 1;
-                    plan.kill_at[next_kill - 1]
-                } else {
-                    retry_kills -= 1;
-                    progress.units()
-                };
-                outcome.kills.push(Kill {
-                    kill: outcome.kills.len() + 1,
-                    at_units,
-                    progress_units: progress.units(),
-                    role: role.name.clone(),
-                    step: running.step.clone(),
-                    since_start_ms: (started.elapsed().as_secs_f64() * 1e6).round() / 1000.0,
-                    landed: true,
-                });
+            if alive.is_empty() {
+                break;
             }
+            let index = alive[pick.range(0, alive.len() as u64 - 1) as usize];
+            let role = &mut roles[index];
+            let running = role.running.as_mut().expect("alive");
+            // SAFETY: kill has no memory effects; the pid is not reaped yet, so still ours.
+            unsafe { libc::kill(running.pid, libc::SIGKILL) };
+            running.killed = true;
+            running.kill = Some(outcome.kills.len());
+            let at_units = if due {
+                next_kill += 1;
+                plan.kill_at[next_kill - 1]
+            } else {
+                retry_kills -= 1;
+                progress.units()
+            };
+            outcome.kills.push(Kill {
+                kill: outcome.kills.len() + 1,
+                at_units,
+                progress_units: progress.units(),
+                role: role.name.clone(),
+                step: running.step.clone(),
+                since_start_ms: (started.elapsed().as_secs_f64() * 1e6).round() / 1000.0,
+                landed: true,
+            });
         }
         // 4. Start what is needed and not running.
         let now = Instant::now();
