@@ -606,3 +606,37 @@ fn bench_at_a_tiny_size_prints_well_formed_json() {
         );
     }
 }
+
+#[test]
+fn chaos_kills_a_hung_child_and_stops_at_its_deadline() {
+    // Nearly every process runs past a 1 ms bound and is killed as hung: the run must fail
+    // (exit 1) within its own deadline, not hang.
+    let dir = tempfile::tempdir().unwrap();
+    let started = Instant::now();
+    let out = crashlab(
+        dir.path(),
+        &[
+            "chaos",
+            "14",
+            "--messages",
+            "50",
+            "--kills",
+            "0",
+            "--process-timeout-ms",
+            "1",
+            "--timeout-ms",
+            "1500",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    // Killed children still commit some batches first, so the run may reach quiescence
+    // (and fail on the hung children) or not (and fail at its deadline): exit 1 either way.
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stdout.contains("hung past --process-timeout-ms")
+            || stderr.contains("did not reach quiescence"),
+        "{stdout} {stderr}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(30), "bounded");
+}

@@ -331,7 +331,9 @@ fn print_report(r: &Report<'_>) {
         .iter()
         .map(|(role, n)| format!("{role} {n}"))
         .collect();
-    println!("kills by role: {}", by_role.join(", "));
+    if !by_role.is_empty() {
+        println!("kills by role: {}", by_role.join(", "));
+    }
     println!(
         "physical deliveries {} (duplicate deliveries {}), duplicates suppressed {}, busy exits {}",
         c.physical_deliveries, c.duplicate_deliveries, c.duplicates_suppressed, r.busy_exits
