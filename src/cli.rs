@@ -144,6 +144,11 @@ pub enum Command {
         #[arg(long, default_value_t = 10_000)]
         step_timeout_ms: u64,
     },
+    /// Print size, raw SHA-256 and logical SHA-256 (rows, not pages) of database files
+    Digest {
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+    },
     /// Re-check a run's evidence offline: digests, exits, claims, readbacks, sources
     Audit {
         dir: PathBuf,

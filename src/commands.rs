@@ -205,6 +205,29 @@ pub fn dispatch(command: Command) -> Result<i32> {
                 },
             )
         }
+        Command::Digest { files } => {
+            for file in files {
+                if !file.is_file() {
+                    return Err(fail::usage(format!(
+                        "{} does not exist or is not a file",
+                        file.display()
+                    )));
+                }
+                let (bytes, sha) = lab::files::sha256_file(&file)?;
+                let logical = lab::files::logical_sha256_of_copy(&file).map_err(|e| {
+                    fail::usage(format!(
+                        "{} is not a readable SQLite database: {}",
+                        file.display(),
+                        fail::one_line(&e)
+                    ))
+                })?;
+                println!(
+                    "{} bytes={bytes} sha256={sha} logical_sha256={logical}",
+                    file.display()
+                );
+            }
+            Ok(fail::EXIT_OK)
+        }
         Command::Audit {
             dir,
             json,

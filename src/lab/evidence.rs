@@ -175,6 +175,20 @@ pub fn write_database_files(dir: &Path, rows: &[FileRow]) -> Result<()> {
     write_json(dir, DATABASE_FILES, &rows)
 }
 
+/// The source files of a checkout, as build.rs lists them: the build files and all of `src/`.
+pub fn source_files(checkout: &Path) -> Vec<String> {
+    let mut files: Vec<String> = ["Cargo.toml", "Cargo.lock", "run-lab.sh", "build.rs"]
+        .iter()
+        .filter(|f| checkout.join(f).is_file())
+        .map(|f| f.to_string())
+        .collect();
+    if let Ok(under) = list_files(&checkout.join("src")) {
+        files.extend(under.into_iter().map(|rel| format!("src/{rel}")));
+    }
+    files.sort();
+    files
+}
+
 /// The checkout this binary was built from, when it is still there.
 pub fn build_checkout() -> Option<PathBuf> {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"));

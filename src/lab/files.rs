@@ -90,7 +90,11 @@ pub fn logical_sha256_of_copy(path: &Path) -> Result<String> {
         fs::copy(&wal, scratch.path().join("copy.db-wal"))
             .with_context(|| format!("copying {}", wal.display()))?;
     }
-    logical_sha256(&copy)
+    // Errors name the file the user gave, not the private copy.
+    logical_sha256(&copy).map_err(|e| {
+        let cause = e.root_cause().to_string();
+        anyhow::anyhow!("digesting {}: {cause}", path.display())
+    })
 }
 
 fn feed(hasher: &mut Sha256, value: ValueRef<'_>) {
