@@ -153,6 +153,7 @@ fn execute(
     let mut files = Vec::new();
     let mut readbacks = BTreeMap::new();
     let mut kept = Vec::new();
+    let mut logical_cache = files::LogicalCache::new();
     for scenario in scenarios {
         let work = tempfile::Builder::new()
             .prefix("crashlab-work-")
