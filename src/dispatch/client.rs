@@ -83,7 +83,7 @@ fn classify(error: ureq::Error) -> NoReply {
         {
             NoReply::Connect(error.to_string())
         }
-        ureq::Error::Timeout(t) if matches!(t, ureq::Timeout::Connect | ureq::Timeout::Resolve) => {
+        ureq::Error::Timeout(ureq::Timeout::Connect | ureq::Timeout::Resolve) => {
             NoReply::Connect(error.to_string())
         }
         _ => NoReply::Lost(error.to_string()),

@@ -411,9 +411,10 @@ fn readback_key(scenario: &str, step: &str) -> String {
 
 fn print_report(lab: &Lab, run: &Run, scenarios: &[Scenario], options: &Options) {
     println!(
-        "lab {} ({}): evidence in {}",
+        "lab {} ({}): {}; evidence in {}",
         lab.id,
         lab.slug,
+        lab.title,
         options.out.display()
     );
     println!();
@@ -425,8 +426,8 @@ fn print_report(lab: &Lab, run: &Run, scenarios: &[Scenario], options: &Options)
         .unwrap_or(0)
         .max(18);
     println!(
-        "{:<width$} {:>6} {:>5} {:>8}  {}",
-        "step", "expect", "exit", "wall_ms", "state"
+        "{:<width$} {:>6} {:>5} {:>8}  state",
+        "step", "expect", "exit", "wall_ms"
     );
     let all_steps = scenarios.iter().flat_map(|s| s.steps.iter());
     let mut current: Option<&str> = None;
