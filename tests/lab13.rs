@@ -469,6 +469,16 @@ fn bad_input_is_one_line_with_its_exit_code() {
         &["receiver", "--db", "intents.db", "--mode", "keyed"],
     );
     assert_eq!(code(&out), 2, "a foreign file is refused: {}", stderr(&out));
+    let other = tempfile::tempdir().unwrap();
+    fs::write(other.path().join("receiver.port"), "1\n").unwrap();
+    let out = crashlab(other.path(), DISPATCHER);
+    assert_eq!(code(&out), 2, "a missing intents file: {}", stderr(&out));
+    let left: Vec<_> = fs::read_dir(other.path()).unwrap().flatten().collect();
+    assert_eq!(
+        left.len(),
+        1,
+        "nothing written beside the port file: {left:?}"
+    );
     let out = crashlab(tmp.path(), &["points", "13", "--json"]);
     assert_eq!(code(&out), 0);
     for point in ["dispatcher.after-response", "receiver.after-effect-commit"] {

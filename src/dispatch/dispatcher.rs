@@ -105,10 +105,11 @@ struct Intent {
 }
 
 pub fn run(options: &Options<'_>) -> Result<Outcome> {
+    // The intents file first: a missing or foreign one is refused before anything is written.
+    let intents = store::open(options.intents, &INTENTS, Access::Write)?;
     let _lock = lock(&options.lock, options.lock_wait_ms)?;
     out::line(&format!("LOCKED {}", options.lock.display()));
     out::flush();
-    let intents = store::open(options.intents, &INTENTS, Access::Write)?;
     let i_shown = options.intents.display().to_string();
     let on_intents = |e| store::explain(e, "intents", &i_shown);
     let agent = client::agent(options.timeout_ms);
