@@ -470,7 +470,11 @@ fn print_report(lab: &Lab, run: &Run, scenarios: &[Scenario], options: &Options)
     let failed: Vec<&StepResult> = run.results.steps.iter().filter(|s| !s.ok).collect();
     for s in &failed {
         for problem in &s.problems {
-            println!("  {}: {problem}", s.step);
+            if scenarios.len() > 1 {
+                println!("  {}/{}: {problem}", s.scenario, s.step);
+            } else {
+                println!("  {}: {problem}", s.step);
+            }
         }
     }
     let total = run.processes.total_wall_ms;
