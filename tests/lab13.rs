@@ -485,3 +485,28 @@ fn bad_input_is_one_line_with_its_exit_code() {
         assert!(stdout(&out).contains(point));
     }
 }
+
+/// Duplicates sent at once serialize on the receiver's write transaction: one applies, the
+/// others get the stored response back.
+#[test]
+fn concurrent_duplicates_apply_once() {
+    let tmp = tempfile::tempdir().unwrap();
+    let r = Receiver::start(tmp.path(), &["--mode", "keyed", "--workers", "4"]);
+    let port = r.port;
+    let threads: Vec<_> = (0..8)
+        .map(|_| std::thread::spawn(move || post(port, Some("K1"), r#"{"amount":25}"#)))
+        .collect();
+    let replies: Vec<_> = threads.into_iter().map(|t| t.join().unwrap()).collect();
+    assert!(replies.iter().all(|(status, _, _)| *status == 200));
+    let fresh = replies
+        .iter()
+        .filter(|(_, headers, _)| header(headers, "idempotency-replayed").is_none())
+        .count();
+    assert_eq!(fresh, 1, "exactly one request applied");
+    assert!(
+        replies.windows(2).all(|w| w[0].2 == w[1].2),
+        "one response for all"
+    );
+    drop(r);
+    assert_eq!(counts(&readback(tmp.path())).0, 1);
+}
