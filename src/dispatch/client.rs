@@ -46,7 +46,9 @@ pub fn agent(timeout_ms: u64) -> ureq::Agent {
         .into()
 }
 
-fn reply(result: Result<http_response::Response, ureq::Error>) -> Result<Reply, NoReply> {
+type Response = ureq::http::Response<ureq::Body>;
+
+fn reply(result: Result<Response, ureq::Error>) -> Result<Reply, NoReply> {
     let mut response = result.map_err(classify)?;
     let status = response.status().as_u16();
     let replayed = response
@@ -64,10 +66,6 @@ fn reply(result: Result<http_response::Response, ureq::Error>) -> Result<Reply, 
         replayed,
         body,
     })
-}
-
-mod http_response {
-    pub type Response = ureq::http::Response<ureq::Body>;
 }
 
 fn classify(error: ureq::Error) -> NoReply {
