@@ -358,3 +358,49 @@ fn the_logical_digest_ignores_vacuum_and_page_size() {
     let junk = crashlab(d, &["digest", "nothing.db"]);
     assert_eq!(code(&junk), 2);
 }
+
+#[test]
+fn the_lab13_archive_audits_pass_and_a_nested_edit_is_named() {
+    let original = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("evidence")
+        .join("13-http-dispatch");
+    let (code, out) = audit(&original, &[]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("PASS: lab 13 (http-dispatch)"), "{out}");
+
+    let scratch = tempfile::tempdir().unwrap();
+    let dir = scratch.path().join("13");
+    copy_dir(&original, &dir);
+    let stdout_files: Vec<PathBuf> = files(&dir)
+        .into_iter()
+        .filter(|p| p.components().count() == 2 && p.to_string_lossy().ends_with(".stdout.txt"))
+        .collect();
+    assert!(
+        !stdout_files.is_empty(),
+        "lab 13 keeps its outputs under scenario directories"
+    );
+    // A readback of the unkeyed counterexample rewritten to claim one effect, manifest fixed up.
+    let rel = stdout_files
+        .iter()
+        .find(|p| {
+            let text = fs::read_to_string(dir.join(p)).unwrap();
+            p.starts_with("unkeyed-dispatcher-crash")
+                && text
+                    .lines()
+                    .last()
+                    .is_some_and(|l| l.starts_with('{') && l.contains("\"effects\":2"))
+        })
+        .expect("a readback with 2 effects in the unkeyed scenario")
+        .clone();
+    let path = dir.join(&rel);
+    let text = fs::read_to_string(&path).unwrap();
+    fs::write(&path, text.replace("\"effects\":2", "\"effects\":1")).unwrap();
+    fix_manifest(&dir, &rel.to_string_lossy());
+    let (code, out) = audit(&dir, &[]);
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains(&*rel.to_string_lossy()),
+        "{} not named: {out}",
+        rel.display()
+    );
+}

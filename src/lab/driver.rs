@@ -225,11 +225,12 @@ fn execute(
                     }
                 }
             }
-            files.extend(files::snapshot(
+            files.extend(files::snapshot_cached(
                 work.path(),
                 lab.databases,
                 &scenario.name,
                 &step.name,
+                &mut logical_cache,
             )?);
             // Background processes whose time is up after this step.
             let due: Vec<usize> = running
