@@ -144,6 +144,8 @@ pub enum Command {
         #[arg(long, default_value_t = 10_000)]
         step_timeout_ms: u64,
     },
+    /// Move the crash everywhere: every point, every hit, every variant, checked end to end
+    Explore(crate::lab::explore::Args),
     /// Re-check a run's evidence offline: digests, exits, claims, readbacks, sources
     Audit {
         dir: PathBuf,

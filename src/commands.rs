@@ -205,6 +205,7 @@ pub fn dispatch(command: Command) -> Result<i32> {
                 },
             )
         }
+        Command::Explore(args) => lab::explore::command(&args, recorded_args()),
         Command::Audit {
             dir,
             json,

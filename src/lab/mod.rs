@@ -5,6 +5,7 @@ pub mod audit;
 pub mod check;
 pub mod driver;
 pub mod evidence;
+pub mod explore;
 pub mod files;
 pub mod lab14;
 pub mod process;

@@ -1,0 +1,161 @@
+//! What a case's files hold after recovery, read in this process, read-only, without a trace.
+//!
+//! Lab 14's readback (`readback::detail`) gives contracts, ledger and delivery counts; the
+//! acknowledged ⇒ durable check needs the rows behind them too (Outbox status, each delivery's
+//! claim and status, each Inbox row), which are read here the same way.
+
+use std::path::Path;
+
+use anyhow::Result;
+
+use crate::outbox::readback;
+use crate::outbox::schema::{QUEUE, RECEIVER, SENDER};
+use crate::store::{self, Access, Db, Schema};
+
+/// One row of `deliveries`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Delivery {
+    pub id: i64,
+    pub message: String,
+    pub status: String,
+    pub claimed_by: Option<String>,
+}
+
+/// One row of `inbox`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InboxRow {
+    pub message: String,
+    pub contract: String,
+    pub amount: i64,
+}
+
+/// One row of `outbox`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OutboxRow {
+    pub message: String,
+    pub contract: String,
+    pub status: String,
+}
+
+/// Every row the invariants look at. A file that does not exist reads as empty.
+#[derive(Debug, Clone, Default)]
+pub struct Observed {
+    /// (contract, amount) committed in the sender.
+    pub contracts: Vec<(String, i64)>,
+    pub outbox: Vec<OutboxRow>,
+    pub deliveries: Vec<Delivery>,
+    pub inbox: Vec<InboxRow>,
+    /// (contract, balance, credits).
+    pub ledger: Vec<(String, i64, i64)>,
+}
+
+impl Observed {
+    pub fn outbox_pending(&self) -> usize {
+        self.outbox.iter().filter(|r| r.status == "pending").count()
+    }
+
+    pub fn queue_pending(&self) -> usize {
+        self.deliveries
+            .iter()
+            .filter(|d| d.status == "pending")
+            .count()
+    }
+
+    /// Nothing left for a publisher or a consumer to do.
+    pub fn quiescent(&self) -> bool {
+        self.outbox_pending() == 0 && self.queue_pending() == 0
+    }
+}
+
+fn open(path: &Path, schema: &'static Schema) -> Result<Option<Db>> {
+    if !path.is_file() {
+        return Ok(None);
+    }
+    store::open_traced(path, schema, Access::Read, false).map(Some)
+}
+
+fn rows<T>(
+    db: &Db,
+    sql: &str,
+    path: &Path,
+    map: impl FnMut(&rusqlite::Row<'_>) -> rusqlite::Result<T>,
+) -> Result<Vec<T>> {
+    let shown = path.display().to_string();
+    let explain = |e| store::explain(e, db.db, &shown);
+    let mut stmt = db.conn.prepare(sql).map_err(explain)?;
+    let result = stmt
+        .query_map([], map)
+        .and_then(|r| r.collect::<rusqlite::Result<Vec<T>>>())
+        .map_err(explain)?;
+    Ok(result)
+}
+
+/// Read the three files of a case's work directory.
+pub fn read(work: &Path) -> Result<Observed> {
+    let sender = work.join("sender.db");
+    let queue = work.join("queue.db");
+    let receiver = work.join("receiver.db");
+    let mut observed = Observed::default();
+    // Without a sender file nothing was committed upstream; a raw enqueue may still have
+    // written deliveries, and a consumer credits, which are read below all the same.
+    if sender.is_file() {
+        let detail = readback::detail(&readback::Paths {
+            sender: &sender,
+            queue: &queue,
+            receiver: &receiver,
+        })?;
+        observed.contracts = detail.contracts;
+        observed.ledger = detail.ledger;
+        let db = open(&sender, &SENDER)?.expect("the sender file exists");
+        observed.outbox = rows(
+            &db,
+            "SELECT message_id, contract_id, status FROM outbox ORDER BY seq",
+            &sender,
+            |r| {
+                Ok(OutboxRow {
+                    message: r.get(0)?,
+                    contract: r.get(1)?,
+                    status: r.get(2)?,
+                })
+            },
+        )?;
+    }
+    if let Some(db) = open(&queue, &QUEUE)? {
+        observed.deliveries = rows(
+            &db,
+            "SELECT delivery_id, message_id, status, claimed_by FROM deliveries ORDER BY delivery_id",
+            &queue,
+            |r| {
+                Ok(Delivery {
+                    id: r.get(0)?,
+                    message: r.get(1)?,
+                    status: r.get(2)?,
+                    claimed_by: r.get(3)?,
+                })
+            },
+        )?;
+    }
+    if let Some(db) = open(&receiver, &RECEIVER)? {
+        observed.inbox = rows(
+            &db,
+            "SELECT message_id, contract_id, amount FROM inbox ORDER BY message_id",
+            &receiver,
+            |r| {
+                Ok(InboxRow {
+                    message: r.get(0)?,
+                    contract: r.get(1)?,
+                    amount: r.get(2)?,
+                })
+            },
+        )?;
+        if !sender.is_file() {
+            observed.ledger = rows(
+                &db,
+                "SELECT contract_id, balance, credits FROM ledger ORDER BY contract_id",
+                &receiver,
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+            )?;
+        }
+    }
+    Ok(observed)
+}
