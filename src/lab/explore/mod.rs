@@ -54,6 +54,62 @@ pub struct Args {
     /// A process still running after this is killed and its case is an error
     #[arg(long, default_value_t = 10_000, value_name = "MS")]
     pub step_timeout_ms: u64,
+    /// Where the cases' databases live while they run (default: /dev/shm when it is a
+    /// writable directory, else the system's temp dir); see docs/explore.md on fsync
+    #[arg(long, value_name = "DIR")]
+    pub work_dir: Option<PathBuf>,
+}
+
+/// The directory the cases' work directories go under, and the kind of file system it is on.
+fn work_root(given: Option<&Path>) -> Result<(PathBuf, String)> {
+    let root = match given {
+        Some(dir) => {
+            if !dir.is_dir() {
+                return Err(fail::usage(format!(
+                    "--work-dir {} is not a directory",
+                    dir.display()
+                )));
+            }
+            dir.to_path_buf()
+        }
+        None => {
+            let shm = Path::new("/dev/shm");
+            let usable = shm.is_dir()
+                && tempfile::Builder::new()
+                    .prefix("crashlab-probe-")
+                    .tempdir_in(shm)
+                    .is_ok();
+            if usable {
+                shm.to_path_buf()
+            } else {
+                std::env::temp_dir()
+            }
+        }
+    };
+    let kind = fs_kind(&root);
+    Ok((root, kind))
+}
+
+/// `tmpfs`, `ext4`, … from statfs: the evidence says whether fsync reached a disk.
+fn fs_kind(dir: &Path) -> String {
+    use std::os::unix::ffi::OsStrExt;
+    let Ok(path) = std::ffi::CString::new(dir.as_os_str().as_bytes()) else {
+        return "unknown".to_string();
+    };
+    // SAFETY: a zeroed statfs is a valid value for statfs to fill; the path is NUL-terminated.
+    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
+    if unsafe { libc::statfs(path.as_ptr(), &mut st) } != 0 {
+        return "unknown".to_string();
+    }
+    #[allow(clippy::unnecessary_cast)]
+    match st.f_type as i64 {
+        0x0102_1994 => "tmpfs".to_string(),
+        0xEF53 => "ext4".to_string(),
+        0x5846_5342 => "xfs".to_string(),
+        0x9123_683E => "btrfs".to_string(),
+        0x794C_7630 => "overlayfs".to_string(),
+        other => format!("0x{other:x}"),
+    }
 }
 
 /// The largest `@N` explored per point: the scenario reaches none more than 3 times.
@@ -168,6 +224,8 @@ pub struct Report {
     pub command: Vec<String>,
     pub crash_mode: &'static str,
     pub jobs: usize,
+    /// The file system the databases lived on while the cases ran (`tmpfs`, `ext4`, …).
+    pub work_fs: String,
     pub hits_max: u32,
     pub variants: Vec<&'static str>,
     pub points: Vec<&'static str>,
@@ -215,10 +273,19 @@ pub fn command(args: &Args, recorded: Vec<String>) -> Result<i32> {
             driver::utc_stamp()
         ))
     });
+    let (root, work_fs) = work_root(args.work_dir.as_deref())?;
     let partial = driver::claim_out(&out)?;
     let mut command = vec!["crashlab".to_string()];
     command.extend(recorded);
-    let report = match explore(lab, args, &variants, &points, jobs, &partial, command) {
+    let run = Run {
+        variants: &variants,
+        points: &points,
+        jobs,
+        root: &root,
+        work_fs,
+        command,
+    };
+    let report = match explore(lab, args, &run, &partial) {
         Ok(report) => report,
         Err(e) => {
             return Err(e.context(format!(
@@ -294,20 +361,24 @@ fn progress(len: usize) -> indicatif::ProgressBar {
     bar
 }
 
-fn explore(
-    lab: &Lab,
-    args: &Args,
-    variants: &[Variant],
-    points: &[&'static str],
+/// What `command` resolved from the arguments.
+struct Run<'a> {
+    variants: &'a [Variant],
+    points: &'a [&'static str],
     jobs: usize,
-    dir: &Path,
+    root: &'a Path,
+    work_fs: String,
     command: Vec<String>,
-) -> Result<Report> {
+}
+
+fn explore(lab: &Lab, args: &Args, run: &Run<'_>, dir: &Path) -> Result<Report> {
+    let (variants, points, jobs) = (run.variants, run.points, run.jobs);
     let started = Instant::now();
     let exe = std::env::current_exe().context("locating the crashlab binary")?;
     let env = case::Env {
         exe: &exe,
         dir,
+        work_root: run.root,
         mode: args.crash_mode,
         timeout: Duration::from_millis(args.step_timeout_ms),
     };
@@ -377,9 +448,10 @@ fn explore(
         crashlab_version: env!("CARGO_PKG_VERSION").to_string(),
         git: evidence::build_checkout().and_then(|c| evidence::git_state(&c)),
         sqlite_version: crate::store::sqlite_version(),
-        command,
+        command: run.command.clone(),
         crash_mode: args.crash_mode.name(),
         jobs,
+        work_fs: run.work_fs.clone(),
         hits_max: HITS_MAX,
         variants: variants.iter().map(|v| v.name()).collect(),
         points: points.to_vec(),

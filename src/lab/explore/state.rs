@@ -1,8 +1,8 @@
 //! What a case's files hold after recovery, read in this process, read-only, without a trace.
 //!
-//! Lab 14's readback (`readback::detail`) gives contracts, ledger and delivery counts; the
-//! acknowledged ⇒ durable check needs the rows behind them too (Outbox status, each delivery's
-//! claim and status, each Inbox row), which are read here the same way.
+//! The acknowledged ⇒ durable check needs more rows than lab 14's readback gives (Outbox
+//! status, each delivery's claim and status, each Inbox row), so they are read here; the
+//! readback's own detail is compared with them once per case (`cross_check`).
 
 use std::path::Path;
 
@@ -90,23 +90,19 @@ fn rows<T>(
     Ok(result)
 }
 
-/// Read the three files of a case's work directory.
+/// Read the three files of a case's work directory, each opened once.
 pub fn read(work: &Path) -> Result<Observed> {
     let sender = work.join("sender.db");
     let queue = work.join("queue.db");
     let receiver = work.join("receiver.db");
     let mut observed = Observed::default();
-    // Without a sender file nothing was committed upstream; a raw enqueue may still have
-    // written deliveries, and a consumer credits, which are read below all the same.
-    if sender.is_file() {
-        let detail = readback::detail(&readback::Paths {
-            sender: &sender,
-            queue: &queue,
-            receiver: &receiver,
-        })?;
-        observed.contracts = detail.contracts;
-        observed.ledger = detail.ledger;
-        let db = open(&sender, &SENDER)?.expect("the sender file exists");
+    if let Some(db) = open(&sender, &SENDER)? {
+        observed.contracts = rows(
+            &db,
+            "SELECT contract_id, amount FROM contracts ORDER BY contract_id",
+            &sender,
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )?;
         observed.outbox = rows(
             &db,
             "SELECT message_id, contract_id, status FROM outbox ORDER BY seq",
@@ -148,14 +144,33 @@ pub fn read(work: &Path) -> Result<Observed> {
                 })
             },
         )?;
-        if !sender.is_file() {
-            observed.ledger = rows(
-                &db,
-                "SELECT contract_id, balance, credits FROM ledger ORDER BY contract_id",
-                &receiver,
-                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
-            )?;
-        }
+        observed.ledger = rows(
+            &db,
+            "SELECT contract_id, balance, credits FROM ledger ORDER BY contract_id",
+            &receiver,
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+        )?;
     }
     Ok(observed)
+}
+
+/// Lab 14's own readback must see what `read` saw: the contracts, the ledger and the
+/// deliveries. A difference is a bug in one of the two readers, so it stops the run.
+pub fn cross_check(work: &Path, observed: &Observed) -> Result<()> {
+    let sender = work.join("sender.db");
+    if !sender.is_file() {
+        return Ok(());
+    }
+    let detail = readback::detail(&readback::Paths {
+        sender: &sender,
+        queue: &work.join("queue.db"),
+        receiver: &work.join("receiver.db"),
+    })?;
+    anyhow::ensure!(
+        detail.contracts == observed.contracts
+            && detail.ledger == observed.ledger
+            && detail.deliveries == observed.deliveries.len() as i64,
+        "explore's reader and lab 14's readback disagree on the files"
+    );
+    Ok(())
 }
