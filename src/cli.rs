@@ -120,6 +120,118 @@ pub enum Command {
         #[arg(long, value_name = "STAGE")]
         expect: Option<String>,
     },
+    /// Lab 13: record an intent (stable key + body) in one commit
+    Intent {
+        #[arg(long, value_name = "FILE")]
+        intents: PathBuf,
+        /// Idempotency key, [A-Za-z0-9_-]{1,64}
+        #[arg(long)]
+        key: String,
+        #[arg(long)]
+        body: String,
+        #[command(flatten)]
+        crash: CrashArgs,
+    },
+    /// Lab 13: HTTP receiver on 127.0.0.1; prints `READY <port>` when it accepts connections
+    Receiver {
+        #[arg(long, value_name = "FILE")]
+        db: PathBuf,
+        #[arg(long, value_enum)]
+        mode: crate::dispatch::receiver::Mode,
+        /// 0: any free port
+        #[arg(long, default_value_t = 0)]
+        port: u16,
+        /// Write the port here (atomically) before printing READY
+        #[arg(long, value_name = "FILE")]
+        port_file: Option<PathBuf>,
+        /// Worker threads: the bound on requests handled at once
+        #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u64).range(1..=64))]
+        workers: u64,
+        /// Forget keys older than this (default: keys kept forever)
+        #[arg(long, value_parser = clap::value_parser!(i64).range(1..=315_360_000_000))]
+        key_ttl_ms: Option<i64>,
+        /// Wait this long before applying each POST (to hold a request in flight)
+        #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=60_000))]
+        delay_ms: u64,
+        /// Stop by itself after this long
+        #[arg(long, default_value_t = 600_000, value_parser = clap::value_parser!(u64).range(1..=86_400_000))]
+        lifetime_ms: u64,
+        #[command(flatten)]
+        crash: CrashArgs,
+    },
+    /// Lab 13: send every intent without a receipt; receipt, then history, after the reply
+    Dispatcher {
+        #[arg(long, value_name = "FILE")]
+        intents: PathBuf,
+        #[arg(long, value_name = "FILE")]
+        receipts: PathBuf,
+        #[arg(long, value_name = "FILE")]
+        history: PathBuf,
+        #[arg(
+            long,
+            conflicts_with = "port_file",
+            required_unless_present = "port_file"
+        )]
+        port: Option<u16>,
+        /// Read the receiver's port from this file (its --port-file)
+        #[arg(long, value_name = "FILE")]
+        port_file: Option<PathBuf>,
+        /// The lock file (default: dispatcher.lock beside the intents file)
+        #[arg(long, value_name = "FILE")]
+        lock: Option<PathBuf>,
+        /// Wait up to this long for a held lock (default: exit 75 at once)
+        #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=600_000))]
+        lock_wait_ms: u64,
+        /// Connect and request timeout
+        #[arg(long, default_value_t = 5_000, value_parser = clap::value_parser!(u64).range(1..=120_000))]
+        timeout_ms: u64,
+        /// An attempt without a receipt: send again, or hold the intent as unknown
+        #[arg(long, value_enum, default_value_t = crate::dispatch::dispatcher::Unknown::Resend)]
+        unknown: crate::dispatch::dispatcher::Unknown,
+        #[command(flatten)]
+        crash: CrashArgs,
+    },
+    /// Lab 13 readback: open the four files read-only and print their state
+    DispatchVerify {
+        #[arg(long, value_name = "FILE")]
+        intents: PathBuf,
+        #[arg(long, value_name = "FILE")]
+        receipts: PathBuf,
+        #[arg(long, value_name = "FILE")]
+        history: PathBuf,
+        #[arg(long, value_name = "FILE")]
+        receiver: PathBuf,
+        /// Print the readback JSON as the last line of stdout
+        #[arg(long)]
+        json: bool,
+        /// Compare with a stage of lab 13 and exit 1 with a diff on mismatch
+        #[arg(long, value_name = "STAGE")]
+        expect: Option<String>,
+    },
+    /// Lab 13: one raw request to the receiver; prints STATUS, the replay header, the body
+    DispatchPost {
+        #[arg(
+            long,
+            conflicts_with = "port_file",
+            required_unless_present = "port_file"
+        )]
+        port: Option<u16>,
+        #[arg(long, value_name = "FILE")]
+        port_file: Option<PathBuf>,
+        /// Sent as Idempotency-Key, unchecked (the receiver judges it)
+        #[arg(long)]
+        key: Option<String>,
+        #[arg(long, default_value = "{}", conflicts_with = "body_bytes")]
+        body: String,
+        /// Send a body of N bytes instead
+        #[arg(long, value_parser = clap::value_parser!(u64).range(0..=1_000_000))]
+        body_bytes: Option<u64>,
+        /// GET /effect/<key> instead of POST
+        #[arg(long)]
+        get_effect: bool,
+        #[arg(long, default_value_t = 5_000, value_parser = clap::value_parser!(u64).range(1..=120_000))]
+        timeout_ms: u64,
+    },
     /// List the crash points of a lab (or of every lab)
     Points {
         lab: Option<String>,
@@ -146,6 +258,11 @@ pub enum Command {
     },
     /// Move the crash everywhere: every point, every hit, every variant, checked end to end
     Explore(crate::lab::explore::Args),
+    /// Print size, raw SHA-256 and logical SHA-256 (rows, not pages) of database files
+    Digest {
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+    },
     /// Re-check a run's evidence offline: digests, exits, claims, readbacks, sources
     Audit {
         dir: PathBuf,

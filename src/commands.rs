@@ -4,6 +4,7 @@ use anyhow::Result;
 
 use crate::cli::{Command, CrashArgs};
 use crate::crash;
+use crate::dispatch;
 use crate::fail;
 use crate::lab;
 use crate::out;
@@ -20,6 +21,7 @@ fn arm(args: &CrashArgs, phase: &str, points: &'static [crash::PointDef]) -> Res
 
 pub fn dispatch(command: Command) -> Result<i32> {
     let points = crate::outbox::points::POINTS;
+    let dispatch_points = crate::dispatch::points::POINTS;
     match command {
         Command::Sender {
             db,
@@ -161,6 +163,131 @@ pub fn dispatch(command: Command) -> Result<i32> {
             }
             Ok(fail::EXIT_OK)
         }
+        Command::Intent {
+            intents,
+            key,
+            body,
+            crash,
+        } => {
+            arm(&crash, "intent", dispatch_points)?;
+            dispatch::intent::run(&intents, &key, &body)?;
+            Ok(fail::EXIT_OK)
+        }
+        Command::Receiver {
+            db,
+            mode,
+            port,
+            port_file,
+            workers,
+            key_ttl_ms,
+            delay_ms,
+            lifetime_ms,
+            crash,
+        } => {
+            arm(&crash, "receiver", dispatch_points)?;
+            dispatch::receiver::run(&dispatch::receiver::Options {
+                db,
+                mode,
+                port,
+                port_file,
+                workers: workers as usize,
+                key_ttl_ms,
+                delay_ms,
+                lifetime_ms,
+            })?;
+            Ok(fail::EXIT_OK)
+        }
+        Command::Dispatcher {
+            intents,
+            receipts,
+            history,
+            port,
+            port_file,
+            lock,
+            lock_wait_ms,
+            timeout_ms,
+            unknown,
+            crash,
+        } => {
+            arm(&crash, "dispatcher", dispatch_points)?;
+            let lock = lock.unwrap_or_else(|| dispatch::dispatcher::default_lock(&intents));
+            let port = dispatch::model::resolve_port(port, port_file.as_deref())?;
+            dispatch::dispatcher::run(&dispatch::dispatcher::Options {
+                intents: &intents,
+                receipts: &receipts,
+                history: &history,
+                lock,
+                lock_wait_ms,
+                port,
+                timeout_ms,
+                unknown,
+            })?;
+            Ok(fail::EXIT_OK)
+        }
+        Command::DispatchVerify {
+            intents,
+            receipts,
+            history,
+            receiver,
+            json,
+            expect,
+        } => {
+            let stage = match &expect {
+                None => None,
+                Some(name) => Some((lab::lab13::LAB.stage)(name).ok_or_else(|| {
+                    let known: Vec<&str> = lab::lab13::STAGES.iter().map(|s| s.name).collect();
+                    fail::usage(format!(
+                        "unknown stage '{name}'; known: {}",
+                        known.join(", ")
+                    ))
+                })?),
+            };
+            let state = dispatch::readback::read(&dispatch::readback::Paths {
+                intents: &intents,
+                receipts: &receipts,
+                history: &history,
+                receiver: &receiver,
+            })?;
+            let value = serde_json::to_value(&state)?;
+            if json {
+                out::line(&serde_json::to_string(&value)?);
+            } else {
+                out::line(&format!(
+                    "effects {} / receipts {} / history {} | intents {} pending {} unknown {} attempts {}",
+                    state.receiver.effects, state.receipts.receipts, state.history.history,
+                    state.intents.intents, state.intents.pending, state.intents.unknown,
+                    state.intents.attempts
+                ));
+            }
+            if let Some(stage) = stage {
+                let problems = stage.diff(&value);
+                if !problems.is_empty() {
+                    return Err(fail::failed(format!(
+                        "readback does not match stage {}: {}",
+                        stage.name,
+                        problems.join("; ")
+                    )));
+                }
+            }
+            Ok(fail::EXIT_OK)
+        }
+        Command::DispatchPost {
+            port,
+            port_file,
+            key,
+            body,
+            body_bytes,
+            get_effect,
+            timeout_ms,
+        } => {
+            let port = dispatch::model::resolve_port(port, port_file.as_deref())?;
+            let body = match body_bytes {
+                Some(n) => "x".repeat(n as usize),
+                None => body,
+            };
+            dispatch::client::post_command(port, key.as_deref(), &body, timeout_ms, get_effect)?;
+            Ok(fail::EXIT_OK)
+        }
         Command::Points { lab: name, json } => {
             let labs: Vec<&lab::Lab> = match name {
                 Some(name) => vec![lab::find(&name)?],
@@ -206,6 +333,29 @@ pub fn dispatch(command: Command) -> Result<i32> {
             )
         }
         Command::Explore(args) => lab::explore::command(&args, recorded_args()),
+        Command::Digest { files } => {
+            for file in files {
+                if !file.is_file() {
+                    return Err(fail::usage(format!(
+                        "{} does not exist or is not a file",
+                        file.display()
+                    )));
+                }
+                let (bytes, sha) = lab::files::sha256_file(&file)?;
+                let logical = lab::files::logical_sha256_of_copy(&file).map_err(|e| {
+                    fail::usage(format!(
+                        "{} is not a readable SQLite database: {}",
+                        file.display(),
+                        fail::one_line(&e)
+                    ))
+                })?;
+                println!(
+                    "{} bytes={bytes} sha256={sha} logical_sha256={logical}",
+                    file.display()
+                );
+            }
+            Ok(fail::EXIT_OK)
+        }
         Command::Audit {
             dir,
             json,

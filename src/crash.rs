@@ -37,6 +37,9 @@ pub enum Mode {
     Abort,
     /// SIGKILL sent to itself: nothing at all runs after it.
     Kill,
+    /// Stop at the point and sleep (at most an hour): a hung process, for the driver's
+    /// timeout to find and kill.
+    Hang,
 }
 
 impl Mode {
@@ -45,7 +48,7 @@ impl Mode {
         match self {
             Mode::Exit => fail::EXIT_CRASH,
             Mode::Abort => 128 + libc::SIGABRT,
-            Mode::Kill => 128 + libc::SIGKILL,
+            Mode::Kill | Mode::Hang => 128 + libc::SIGKILL,
         }
     }
 
@@ -54,6 +57,7 @@ impl Mode {
             Mode::Exit => "exit",
             Mode::Abort => "abort",
             Mode::Kill => "kill",
+            Mode::Hang => "hang",
         }
     }
 }
@@ -151,6 +155,7 @@ pub fn crash_line(name: &str, mode: Mode) -> String {
         Mode::Exit => format!("CRASH {name} exit={}", fail::EXIT_CRASH),
         Mode::Abort => format!("CRASH {name} signal=SIGABRT"),
         Mode::Kill => format!("CRASH {name} signal=SIGKILL"),
+        Mode::Hang => format!("CRASH {name} hang"),
     }
 }
 
@@ -176,5 +181,12 @@ fn crash(name: &str, mode: Mode) -> ! {
             // SIGKILL cannot be caught; reaching here means the kernel refused it.
             std::process::abort()
         }
+        Mode::Hang => {
+            std::thread::sleep(std::time::Duration::from_secs(HANG_SECS_MAX));
+            std::process::exit(fail::EXIT_CRASH)
+        }
     }
 }
+
+/// How long a hung process sleeps before it gives up and exits on its own.
+pub const HANG_SECS_MAX: u64 = 3_600;

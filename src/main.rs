@@ -5,6 +5,7 @@
 mod cli;
 mod commands;
 mod crash;
+mod dispatch;
 mod fail;
 mod lab;
 mod out;

@@ -105,8 +105,16 @@ pub fn open_traced(
         .context("installing the SQL trace")?;
     }
     let read_only = matches!(access, Access::Read);
-    pin_pragmas(&conn, read_only).map_err(|e| explain(e, schema.db, &shown.to_string()))?;
-    check_schema(&conn, schema, read_only, &shown.to_string())?;
+    let shown = shown.to_string();
+    // The schema is checked before any pragma that writes (journal_mode=wal rewrites the
+    // header), so a foreign file is refused byte for byte as it was.
+    conn.busy_timeout(Duration::from_millis(BUSY_TIMEOUT_MS))
+        .map_err(|e| explain(e, schema.db, &shown))?;
+    let empty = check_schema(&conn, schema, read_only, &shown)?;
+    pin_pragmas(&conn, read_only).map_err(|e| explain(e, schema.db, &shown))?;
+    if empty {
+        create_schema(&conn, schema).map_err(|e| explain(e, schema.db, &shown))?;
+    }
     Ok(Db {
         conn,
         db: schema.db,
@@ -144,7 +152,6 @@ pub fn explain(error: rusqlite::Error, db: &str, shown: &str) -> anyhow::Error {
 }
 
 fn pin_pragmas(conn: &Connection, read_only: bool) -> rusqlite::Result<()> {
-    conn.busy_timeout(Duration::from_millis(BUSY_TIMEOUT_MS))?;
     // A read-only connection cannot change the journal mode; it reads the file's own (WAL).
     if !read_only {
         let mode: String = conn.query_row("PRAGMA journal_mode=wal", [], |row| row.get(0))?;
@@ -162,11 +169,11 @@ fn pin_pragmas(conn: &Connection, read_only: bool) -> rusqlite::Result<()> {
     Ok(())
 }
 
-fn check_schema(conn: &Connection, schema: &Schema, read_only: bool, shown: &str) -> Result<()> {
+/// Check the file's tag and tables; `Ok(true)` when it is empty and ours to create.
+fn check_schema(conn: &Connection, schema: &Schema, read_only: bool, shown: &str) -> Result<bool> {
     let (app, version, tables) = tag(conn).map_err(|e| explain(e, schema.db, shown))?;
     if app == 0 && version == 0 && tables.is_empty() && !read_only {
-        create_schema(conn, schema).map_err(|e| explain(e, schema.db, shown))?;
-        return Ok(());
+        return Ok(true);
     }
     if app != APPLICATION_ID || version != schema.user_version {
         let found = if tables.is_empty() {
@@ -190,7 +197,7 @@ fn check_schema(conn: &Connection, schema: &Schema, read_only: bool, shown: &str
             }
         }
     }
-    Ok(())
+    Ok(false)
 }
 
 fn tag(conn: &Connection) -> rusqlite::Result<(i64, i64, Vec<String>)> {

@@ -14,7 +14,7 @@ use crate::lab::check::check;
 use crate::lab::evidence::{self, Process, Processes, Results, StepResult};
 use crate::lab::files::{self, FileRow};
 use crate::lab::process;
-use crate::lab::scenario::{Expect, Scenario};
+use crate::lab::scenario::{Expect, Scenario, Step, Stop};
 use crate::lab::Lab;
 use crate::store;
 
@@ -40,28 +40,37 @@ pub fn apply_moves(lab: &Lab, scenarios: &mut [Scenario], moves: &[String]) -> R
                 "--move-crash {spec}: expected STEP=POINT[@N] or STEP=none"
             ))
         })?;
-        let step = scenarios
+        // `SCENARIO/STEP` names one step; a bare `STEP` every step of that name.
+        let (only, step_name) = match name.split_once('/') {
+            Some((scenario, step)) => (Some(scenario), step),
+            None => (None, name),
+        };
+        let matching: Vec<&mut crate::lab::scenario::Step> = scenarios
             .iter_mut()
+            .filter(|s| only.is_none_or(|o| o == s.name))
             .flat_map(|s| s.steps.iter_mut())
-            .find(|s| s.name == name)
-            .ok_or_else(|| {
-                fail::usage(format!(
-                    "--move-crash {spec}: lab {} has no step '{name}'",
-                    lab.id
-                ))
-            })?;
-        if point == "none" {
-            step.crash = None;
-            continue;
-        }
-        if !lab.points.iter().any(|p| p.phase() == step.phase) {
+            .filter(|s| s.name == step_name)
+            .collect();
+        if matching.is_empty() {
             return Err(fail::usage(format!(
-                "--move-crash {spec}: step {name} runs {}, which has no crash points",
-                step.phase
+                "--move-crash {spec}: lab {} has no step '{name}'",
+                lab.id
             )));
         }
-        crash::parse(point, lab.points, Some(step.phase))?;
-        step.crash = Some(point.to_string());
+        for step in matching {
+            if point == "none" {
+                step.crash = None;
+                continue;
+            }
+            if !lab.points.iter().any(|p| p.phase() == step.phase) {
+                return Err(fail::usage(format!(
+                    "--move-crash {spec}: step {name} runs {}, which has no crash points",
+                    step.phase
+                )));
+            }
+            crash::parse(point, lab.points, Some(step.phase))?;
+            step.crash = Some(point.to_string());
+        }
     }
     Ok(())
 }
@@ -153,6 +162,7 @@ fn execute(
     let mut files = Vec::new();
     let mut readbacks = BTreeMap::new();
     let mut kept = Vec::new();
+    let mut logical_cache = files::LogicalCache::new();
     for scenario in scenarios {
         let work = tempfile::Builder::new()
             .prefix("crashlab-work-")
@@ -162,73 +172,96 @@ fn execute(
         if !sub.is_empty() {
             fs::create_dir_all(dir.join(&sub)).with_context(|| format!("creating {sub}"))?;
         }
-        for step in &scenario.steps {
-            let rel = |kind: &str| {
-                if sub.is_empty() {
-                    format!("{}.{kind}.txt", step.name)
-                } else {
-                    format!("{sub}/{}.{kind}.txt", step.name)
-                }
-            };
-            let (stdout_rel, stderr_rel) = (rel("stdout"), rel("stderr"));
+        // One slot per step, filled when its process ends, so the record keeps step order
+        // even when a background process ends after later steps.
+        let mut slots: Vec<Option<(Process, StepResult)>> = vec![None; scenario.steps.len()];
+        let mut running: Vec<(usize, process::Started)> = Vec::new();
+        let mut reaper = process::Reaper(Vec::new());
+        let ctx = Ctx {
+            scenario,
+            sub: &sub,
+            dir,
+            mode: options.crash_mode,
+        };
+        for (index, step) in scenario.steps.iter().enumerate() {
+            let (stdout_rel, stderr_rel) = ctx.rel(step);
             let argv = step.argv(options.crash_mode);
-            let ended = process::run(
-                &exe,
-                &argv,
-                work.path(),
-                &dir.join(&stdout_rel),
-                &dir.join(&stderr_rel),
-                timeout,
-            )?;
-            let stdout = fs::read_to_string(dir.join(&stdout_rel)).unwrap_or_default();
-            let stderr = fs::read_to_string(dir.join(&stderr_rel)).unwrap_or_default();
-            let verdict = check(
-                step,
-                options.crash_mode,
-                ended.exit,
-                ended.timed_out,
-                &stdout,
-                &stderr,
-            );
-            if let Expect::Readback(_) = step.expect {
-                if let Some(line) = stdout.lines().rev().find(|l| l.starts_with('{')) {
-                    readbacks.insert(step.name.clone(), line.to_string());
+            match step.background {
+                None => {
+                    let ended = process::run(
+                        &exe,
+                        &argv,
+                        work.path(),
+                        &dir.join(&stdout_rel),
+                        &dir.join(&stderr_rel),
+                        timeout,
+                    )?;
+                    slots[index] = Some(ctx.finish(step, &ended, &mut readbacks));
+                }
+                Some(background) => {
+                    let started = process::spawn(
+                        &exe,
+                        &argv,
+                        work.path(),
+                        &dir.join(&stdout_rel),
+                        &dir.join(&stderr_rel),
+                    )?;
+                    reaper.0.push(started.pid);
+                    match process::await_ready(
+                        &started,
+                        &dir.join(&stdout_rel),
+                        background.ready,
+                        timeout,
+                    )? {
+                        Ok(()) => running.push((index, started)),
+                        Err(ended) => {
+                            let ended = match ended {
+                                Some(ended) => ended,
+                                None => process::stop(&started, false, Duration::from_millis(1))?,
+                            };
+                            reaper.0.retain(|p| *p != started.pid);
+                            slots[index] = Some(ctx.finish(step, &ended, &mut readbacks));
+                        }
+                    }
                 }
             }
-            let mut full_argv = vec!["crashlab".to_string()];
-            full_argv.extend(argv);
-            processes.push(Process {
-                scenario: scenario.name.clone(),
-                step: step.name.clone(),
-                argv: full_argv,
-                expected_exit: verdict.expected["exit"].as_i64().unwrap_or_default() as i32,
-                exit: ended.exit,
-                signal: ended.signal,
-                crash_point: step.crash.clone(),
-                crash_mode: step
-                    .crash
-                    .as_ref()
-                    .map(|_| options.crash_mode.name().to_string()),
-                stdout: stdout_rel,
-                stderr: stderr_rel,
-                wall_ms: (ended.wall_ms * 1000.0).round() / 1000.0,
-                max_rss_kb: ended.max_rss_kb,
-                timed_out: ended.timed_out,
-            });
-            steps.push(StepResult {
-                scenario: scenario.name.clone(),
-                step: step.name.clone(),
-                ok: verdict.problems.is_empty(),
-                expected: verdict.expected,
-                observed: verdict.observed,
-                problems: verdict.problems,
-            });
-            files.extend(files::snapshot(
+            files.extend(files::snapshot_cached(
                 work.path(),
                 lab.databases,
                 &scenario.name,
                 &step.name,
+                &mut logical_cache,
             )?);
+            // Background processes whose time is up after this step.
+            let due: Vec<usize> = running
+                .iter()
+                .enumerate()
+                .filter(|(_, (i, _))| {
+                    scenario.steps[*i]
+                        .background
+                        .and_then(|b| b.stop_after)
+                        .is_some_and(|after| after == step.name)
+                })
+                .map(|(at, _)| at)
+                .collect();
+            for at in due.into_iter().rev() {
+                let (i, started) = running.remove(at);
+                let ended = ctx.stop(&scenario.steps[i], &started, timeout)?;
+                reaper.0.retain(|p| *p != started.pid);
+                slots[i] = Some(ctx.finish(&scenario.steps[i], &ended, &mut readbacks));
+            }
+        }
+        // The scenario's end: nothing it started outlives it.
+        for (i, started) in running.drain(..) {
+            let ended = ctx.stop(&scenario.steps[i], &started, timeout)?;
+            reaper.0.retain(|p| *p != started.pid);
+            slots[i] = Some(ctx.finish(&scenario.steps[i], &ended, &mut readbacks));
+        }
+        drop(reaper);
+        for slot in slots {
+            let (process, result) = slot.expect("every step of a scenario has ended");
+            processes.push(process);
+            steps.push(result);
         }
         if options.keep_db {
             let db_dir = if sub.is_empty() {
@@ -287,19 +320,119 @@ fn execute(
     Ok(run)
 }
 
+/// What finishing a step needs to know of its scenario.
+struct Ctx<'a> {
+    scenario: &'a Scenario,
+    sub: &'a str,
+    dir: &'a Path,
+    mode: Mode,
+}
+
+impl Ctx<'_> {
+    /// The step's stdout and stderr files, relative to the run's directory.
+    fn rel(&self, step: &Step) -> (String, String) {
+        let rel = |kind: &str| {
+            if self.sub.is_empty() {
+                format!("{}.{kind}.txt", step.name)
+            } else {
+                format!("{}/{}.{kind}.txt", self.sub, step.name)
+            }
+        };
+        (rel("stdout"), rel("stderr"))
+    }
+
+    fn stop(
+        &self,
+        step: &Step,
+        started: &process::Started,
+        timeout: Duration,
+    ) -> Result<process::Ended> {
+        let term = step.background.is_some_and(|b| b.stop == Stop::Term);
+        process::stop(started, term, timeout)
+    }
+
+    /// Check an ended step and make its record.
+    fn finish(
+        &self,
+        step: &Step,
+        ended: &process::Ended,
+        readbacks: &mut BTreeMap<String, String>,
+    ) -> (Process, StepResult) {
+        let (stdout_rel, stderr_rel) = self.rel(step);
+        let stdout = fs::read_to_string(self.dir.join(&stdout_rel)).unwrap_or_default();
+        let stderr = fs::read_to_string(self.dir.join(&stderr_rel)).unwrap_or_default();
+        let verdict = check(
+            step,
+            self.mode,
+            ended.exit,
+            ended.timed_out,
+            &stdout,
+            &stderr,
+        );
+        if let Expect::Readback(_) = step.expect {
+            if let Some(line) = stdout.lines().rev().find(|l| l.starts_with('{')) {
+                readbacks.insert(
+                    readback_key(&self.scenario.name, &step.name),
+                    line.to_string(),
+                );
+            }
+        }
+        let mut argv = vec!["crashlab".to_string()];
+        argv.extend(step.argv(self.mode));
+        let process = Process {
+            scenario: self.scenario.name.clone(),
+            step: step.name.clone(),
+            argv,
+            expected_exit: verdict.expected["exit"].as_i64().unwrap_or_default() as i32,
+            exit: ended.exit,
+            signal: ended.signal,
+            crash_point: step.crash.clone(),
+            crash_mode: step.crash.as_ref().map(|_| self.mode.name().to_string()),
+            stdout: stdout_rel,
+            stderr: stderr_rel,
+            wall_ms: (ended.wall_ms * 1000.0).round() / 1000.0,
+            max_rss_kb: ended.max_rss_kb,
+            timed_out: ended.timed_out,
+        };
+        let result = StepResult {
+            scenario: self.scenario.name.clone(),
+            step: step.name.clone(),
+            ok: verdict.problems.is_empty(),
+            expected: verdict.expected,
+            observed: verdict.observed,
+            problems: verdict.problems,
+        };
+        (process, result)
+    }
+}
+
+/// Readbacks are kept by scenario and step: lab 13 repeats step names across scenarios.
+fn readback_key(scenario: &str, step: &str) -> String {
+    format!("{scenario}/{step}")
+}
+
 fn print_report(lab: &Lab, run: &Run, scenarios: &[Scenario], options: &Options) {
     println!(
-        "lab {} ({}): evidence in {}",
+        "lab {} ({}): {}; evidence in {}",
         lab.id,
         lab.slug,
+        lab.title,
         options.out.display()
     );
     println!();
+    let width = scenarios
+        .iter()
+        .flat_map(|s| s.steps.iter())
+        .map(|s| s.name.len())
+        .max()
+        .unwrap_or(0)
+        .max(18);
     println!(
-        "{:<18} {:>6} {:>5} {:>8}  {}",
-        "step", "expect", "exit", "wall_ms", "state"
+        "{:<width$} {:>6} {:>5} {:>8}  state",
+        "step", "expect", "exit", "wall_ms"
     );
     let all_steps = scenarios.iter().flat_map(|s| s.steps.iter());
+    let mut current: Option<&str> = None;
     for ((p, r), step) in run
         .processes
         .processes
@@ -307,11 +440,15 @@ fn print_report(lab: &Lab, run: &Run, scenarios: &[Scenario], options: &Options)
         .zip(&run.results.steps)
         .zip(all_steps)
     {
+        if scenarios.len() > 1 && current != Some(p.scenario.as_str()) {
+            current = Some(p.scenario.as_str());
+            println!("[{}]", p.scenario);
+        }
         let state = match &step.expect {
             Expect::Readback(stage) => {
                 let readback = run
                     .readbacks
-                    .get(&p.step)
+                    .get(&readback_key(&p.scenario, &p.step))
                     .and_then(|l| serde_json::from_str(l).ok());
                 stage.describe(readback.as_ref())
             }
@@ -324,15 +461,22 @@ fn print_report(lab: &Lab, run: &Run, scenarios: &[Scenario], options: &Options)
         };
         let mark = if r.ok { "" } else { "  <-- FAILED" };
         println!(
-            "{:<18} {:>6} {:>5} {:>8.2}  {state}{mark}",
+            "{:<width$} {:>6} {:>5} {:>8.2}  {state}{mark}",
             p.step, p.expected_exit, p.exit, p.wall_ms
         );
     }
     println!();
+    if scenarios.len() > 1 {
+        print_scenarios(run, scenarios);
+    }
     let failed: Vec<&StepResult> = run.results.steps.iter().filter(|s| !s.ok).collect();
     for s in &failed {
         for problem in &s.problems {
-            println!("  {}: {problem}", s.step);
+            if scenarios.len() > 1 {
+                println!("  {}/{}: {problem}", s.scenario, s.step);
+            } else {
+                println!("  {}: {problem}", s.step);
+            }
         }
     }
     let total = run.processes.total_wall_ms;
@@ -351,6 +495,40 @@ fn print_report(lab: &Lab, run: &Run, scenarios: &[Scenario], options: &Options)
             failed.len()
         );
     }
+}
+
+/// One line per scenario: its last readback (the counts it must end with) and whether every
+/// step held.
+fn print_scenarios(run: &Run, scenarios: &[Scenario]) {
+    println!("{:<28} {:<4} final state", "scenario", "ok");
+    for scenario in scenarios {
+        let ok = run
+            .results
+            .steps
+            .iter()
+            .filter(|r| r.scenario == scenario.name)
+            .all(|r| r.ok);
+        let last = scenario.steps.iter().rev().find_map(|s| match &s.expect {
+            Expect::Readback(stage) => Some((s, stage)),
+            _ => None,
+        });
+        let state = match last {
+            Some((step, stage)) => {
+                let readback = run
+                    .readbacks
+                    .get(&readback_key(&scenario.name, &step.name))
+                    .and_then(|l| serde_json::from_str(l).ok());
+                stage.describe(readback.as_ref())
+            }
+            None => String::new(),
+        };
+        println!(
+            "{:<28} {:<4} {state}",
+            scenario.name,
+            if ok { "yes" } else { "NO" }
+        );
+    }
+    println!();
 }
 
 /// `target/lab/14-outbox-inbox-20261202T190000Z`: the default output directory.

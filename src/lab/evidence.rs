@@ -92,6 +92,7 @@ pub fn build_sources() -> BTreeMap<String, String> {
 }
 
 /// SHA-256 of a source file with CRLF turned into LF, as build.rs computes it.
+#[allow(dead_code)] // for the audit and explore, built beside this
 pub fn source_sha256(path: &Path) -> Result<String> {
     let bytes = fs::read(path).with_context(|| format!("reading {}", path.display()))?;
     let text = bytes.windows(2).filter(|w| w == b"\r\n").count();
@@ -173,6 +174,20 @@ pub fn write_manifest(dir: &Path) -> Result<Manifest> {
 
 pub fn write_database_files(dir: &Path, rows: &[FileRow]) -> Result<()> {
     write_json(dir, DATABASE_FILES, &rows)
+}
+
+/// The source files of a checkout, as build.rs lists them: the build files and all of `src/`.
+pub fn source_files(checkout: &Path) -> Vec<String> {
+    let mut files: Vec<String> = ["Cargo.toml", "Cargo.lock", "run-lab.sh", "build.rs"]
+        .iter()
+        .filter(|f| checkout.join(f).is_file())
+        .map(|f| f.to_string())
+        .collect();
+    if let Ok(under) = list_files(&checkout.join("src")) {
+        files.extend(under.into_iter().map(|rel| format!("src/{rel}")));
+    }
+    files.sort();
+    files
 }
 
 /// The checkout this binary was built from, when it is still there.

@@ -36,12 +36,27 @@ pub fn sha256_file(path: &Path) -> Result<(u64, String)> {
     Ok((bytes.len() as u64, hex(&Sha256::digest(&bytes))))
 }
 
+/// Logical digests already taken, by the raw digests of a database file and of its WAL: a
+/// file that did not change since the last step is not copied and read again.
+pub type LogicalCache = std::collections::HashMap<(String, Option<String>), Option<String>>;
+
 /// Rows for every database of the lab and the side files that exist, after one step.
 pub fn snapshot(
     work: &Path,
     databases: &[&str],
     scenario: &str,
     step: &str,
+) -> Result<Vec<FileRow>> {
+    snapshot_cached(work, databases, scenario, step, &mut LogicalCache::new())
+}
+
+/// As `snapshot`, reusing the logical digests of files seen unchanged before.
+pub fn snapshot_cached(
+    work: &Path,
+    databases: &[&str],
+    scenario: &str,
+    step: &str,
+    cache: &mut LogicalCache,
 ) -> Result<Vec<FileRow>> {
     let mut rows = Vec::new();
     for db in databases {
@@ -61,7 +76,16 @@ pub fn snapshot(
         };
         if path.is_file() {
             let (bytes, sha) = sha256_file(&path)?;
-            let logical = logical_sha256_of_copy(&path).ok();
+            let wal = work.join(format!("{db}-wal"));
+            let wal_sha = if wal.is_file() {
+                Some(sha256_file(&wal)?.1)
+            } else {
+                None
+            };
+            let logical = cache
+                .entry((sha.clone(), wal_sha))
+                .or_insert_with(|| logical_sha256_of_copy(&path).ok())
+                .clone();
             rows.push(row(db.to_string(), true, bytes, Some(sha), logical));
         } else {
             rows.push(row(db.to_string(), false, 0, None, None));
@@ -77,20 +101,44 @@ pub fn snapshot(
     Ok(rows)
 }
 
-/// The logical digest of `path` (with its WAL), read from a private copy.
+/// The logical digest of `path` (with its WAL) without touching it: a file with no WAL beside
+/// it is complete and is read in place as immutable (no locks, no side files); a file with a
+/// WAL is copied with it into a private directory and read there.
 pub fn logical_sha256_of_copy(path: &Path) -> Result<String> {
-    let scratch = tempfile::tempdir().context("a scratch directory for the logical digest")?;
-    let copy = scratch.path().join("copy.db");
-    fs::copy(path, &copy).with_context(|| format!("copying {}", path.display()))?;
     let wal = path.with_file_name(format!(
         "{}-wal",
         path.file_name().unwrap_or_default().to_string_lossy()
     ));
-    if wal.is_file() {
-        fs::copy(&wal, scratch.path().join("copy.db-wal"))
-            .with_context(|| format!("copying {}", wal.display()))?;
+    // Errors name the file the user gave, not the private copy.
+    let named = |e: anyhow::Error| {
+        let cause = e.root_cause().to_string();
+        anyhow::anyhow!("digesting {}: {cause}", path.display())
+    };
+    if !wal.exists() {
+        let absolute =
+            fs::canonicalize(path).with_context(|| format!("resolving {}", path.display()))?;
+        let text = absolute.to_string_lossy();
+        let escaped = text
+            .replace('%', "%25")
+            .replace('?', "%3f")
+            .replace('#', "%23");
+        return logical_sha256_uri(&format!("file:{escaped}?immutable=1")).map_err(named);
     }
-    logical_sha256(&copy)
+    let scratch = tempfile::tempdir().context("a scratch directory for the logical digest")?;
+    let copy = scratch.path().join("copy.db");
+    fs::copy(path, &copy).with_context(|| format!("copying {}", path.display()))?;
+    fs::copy(&wal, scratch.path().join("copy.db-wal"))
+        .with_context(|| format!("copying {}", wal.display()))?;
+    logical_sha256(&copy).map_err(named)
+}
+
+/// The logical digest of the database named by a `file:` URI.
+fn logical_sha256_uri(uri: &str) -> Result<String> {
+    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY
+        | OpenFlags::SQLITE_OPEN_NO_MUTEX
+        | OpenFlags::SQLITE_OPEN_URI;
+    let conn = Connection::open_with_flags(uri, flags).context("opening")?;
+    digest_conn(&conn)
 }
 
 fn feed(hasher: &mut Sha256, value: ValueRef<'_>) {
@@ -124,6 +172,10 @@ pub fn logical_sha256(path: &Path) -> Result<String> {
         OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
     )
     .with_context(|| format!("opening {}", path.display()))?;
+    digest_conn(&conn)
+}
+
+fn digest_conn(conn: &Connection) -> Result<String> {
     let mut hasher = Sha256::new();
     let mut digest = || -> rusqlite::Result<()> {
         for pragma in ["application_id", "user_version"] {
@@ -173,6 +225,6 @@ pub fn logical_sha256(path: &Path) -> Result<String> {
         }
         Ok(())
     };
-    digest().with_context(|| format!("digesting {}", path.display()))?;
+    digest().context("reading rows")?;
     Ok(hex(&hasher.finalize()))
 }

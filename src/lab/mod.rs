@@ -7,6 +7,7 @@ pub mod driver;
 pub mod evidence;
 pub mod explore;
 pub mod files;
+pub mod lab13;
 pub mod lab14;
 pub mod process;
 pub mod scenario;
@@ -36,7 +37,7 @@ impl Lab {
     }
 }
 
-pub static LABS: &[&Lab] = &[&lab14::LAB];
+pub static LABS: &[&Lab] = &[&lab14::LAB, &lab13::LAB];
 
 /// Find a lab by `14`, `outbox-inbox` or `14-outbox-inbox`.
 pub fn find(name: &str) -> anyhow::Result<&'static Lab> {

@@ -106,3 +106,126 @@ pub fn wait_bounded(pid: libc::pid_t, started: Instant, timeout: Duration) -> Re
         timed_out,
     })
 }
+
+/// A child started in the background: its pid (still ours to reap) and when it started.
+#[derive(Debug)]
+pub struct Started {
+    pub pid: libc::pid_t,
+    pub started: Instant,
+}
+
+/// Spawn `exe args…` in `cwd` without waiting, stdout and stderr into the given files. The
+/// child gets SIGKILL should the driver die first (PR_SET_PDEATHSIG), so none outlives a run.
+pub fn spawn(
+    exe: &Path,
+    args: &[String],
+    cwd: &Path,
+    stdout: &Path,
+    stderr: &Path,
+) -> Result<Started> {
+    use std::os::unix::process::CommandExt;
+    let out = File::create(stdout).with_context(|| format!("creating {}", stdout.display()))?;
+    let err = File::create(stderr).with_context(|| format!("creating {}", stderr.display()))?;
+    let started = Instant::now();
+    let mut command = Command::new(exe);
+    command
+        .args(args)
+        .current_dir(cwd)
+        .stdin(Stdio::null())
+        .stdout(Stdio::from(out))
+        .stderr(Stdio::from(err));
+    // SAFETY: prctl is async-signal-safe and touches no memory of the parent.
+    unsafe {
+        command.pre_exec(|| {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let child = command
+        .spawn()
+        .with_context(|| format!("starting {}", args.first().map_or("", |a| a.as_str())))?;
+    let pid = child.id() as libc::pid_t;
+    // Reaped later with wait4; dropping the handle neither waits nor kills.
+    drop(child);
+    Ok(Started { pid, started })
+}
+
+/// Has the child ended? Reaps it when it has.
+pub fn poll_exit(started: &Started) -> Result<Option<Ended>> {
+    let mut status: libc::c_int = 0;
+    // SAFETY: a zeroed rusage is a valid value for wait4 to fill.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: wait4 writes only into the two out-parameters we own.
+    let r = unsafe { libc::wait4(started.pid, &mut status, libc::WNOHANG, &mut usage) };
+    if r == 0 {
+        return Ok(None);
+    }
+    if r != started.pid {
+        return Err(std::io::Error::last_os_error()).context("polling a background child");
+    }
+    let (exit, signal) = if libc::WIFEXITED(status) {
+        (libc::WEXITSTATUS(status), None)
+    } else if libc::WIFSIGNALED(status) {
+        let sig = libc::WTERMSIG(status);
+        (128 + sig, Some(sig))
+    } else {
+        (-1, None)
+    };
+    Ok(Some(Ended {
+        exit,
+        signal,
+        wall_ms: started.started.elapsed().as_secs_f64() * 1000.0,
+        max_rss_kb: usage.ru_maxrss,
+        timed_out: false,
+    }))
+}
+
+/// Wait (bounded) until the child's stdout file holds a line starting with `ready`, or the
+/// child ends. Returns the end when it ended first; Ok(None) when it is ready.
+pub fn await_ready(
+    started: &Started,
+    stdout: &Path,
+    ready: &str,
+    timeout: Duration,
+) -> Result<Result<(), Option<Ended>>> {
+    const POLL_MS: u64 = 10;
+    let rounds = timeout.as_millis() as u64 / POLL_MS + 1;
+    for _ in 0..rounds {
+        let text = std::fs::read_to_string(stdout).unwrap_or_default();
+        if text.lines().any(|l| l.starts_with(ready)) {
+            return Ok(Ok(()));
+        }
+        if let Some(ended) = poll_exit(started)? {
+            return Ok(Err(Some(ended)));
+        }
+        std::thread::sleep(Duration::from_millis(POLL_MS));
+    }
+    Ok(Err(None))
+}
+
+/// End a background child: SIGTERM first when `term`, then wait at most `timeout`, then
+/// SIGKILL (reported as timed out).
+pub fn stop(started: &Started, term: bool, timeout: Duration) -> Result<Ended> {
+    if term {
+        // SAFETY: kill has no memory effects; the pid is unreaped, so still ours.
+        unsafe { libc::kill(started.pid, libc::SIGTERM) };
+    }
+    wait_bounded(started.pid, started.started, timeout)
+}
+
+/// Kill and reap every child still listed: the driver's last word on an error path.
+pub struct Reaper(pub Vec<libc::pid_t>);
+
+impl Drop for Reaper {
+    fn drop(&mut self) {
+        for pid in self.0.drain(..) {
+            // SAFETY: kill and waitpid on our own unreaped child have no memory effects.
+            unsafe {
+                libc::kill(pid, libc::SIGKILL);
+                libc::waitpid(pid, std::ptr::null_mut(), 0);
+            }
+        }
+    }
+}

@@ -66,6 +66,25 @@ pub enum Expect {
     Readback(Stage),
 }
 
+/// How the driver ends a background process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stop {
+    /// SIGTERM, a bound, then SIGKILL (a server).
+    Term,
+    /// Wait for it to end by itself, a bound, then SIGKILL (a client that holds a lock).
+    Wait,
+}
+
+/// A step whose process keeps running while later steps run (a server, a lock holder).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Background {
+    /// The driver waits (bounded) for a stdout line starting with this before going on.
+    pub ready: &'static str,
+    /// Stop it right after the step of this name ends (None: at the scenario's end).
+    pub stop_after: Option<&'static str>,
+    pub stop: Stop,
+}
+
 /// One process the driver runs.
 #[derive(Debug, Clone)]
 pub struct Step {
@@ -78,6 +97,8 @@ pub struct Step {
     pub crash: Option<String>,
     pub expected_exit: i32,
     pub expect: Expect,
+    /// Started in the background instead of run to its end (None: an ordinary step).
+    pub background: Option<Background>,
 }
 
 impl Step {
@@ -95,7 +116,14 @@ impl Step {
             crash: None,
             expected_exit,
             expect,
+            background: None,
         }
+    }
+
+    /// This step, run in the background.
+    pub fn in_background(mut self, background: Background) -> Step {
+        self.background = Some(background);
+        self
     }
 
     pub fn crashing(name: &str, phase: &'static str, args: &[&str], point: &str) -> Step {

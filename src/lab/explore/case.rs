@@ -390,6 +390,9 @@ pub fn run(def: &CaseDef, env: &Env<'_>) -> Result<CaseResult> {
     state::cross_check(work.path(), &observed)?;
     let hits = hits(&ran[..scenario_steps]);
     evidence::write_json(&case_dir, "processes.json", &processes)?;
+    // The files as recovery left them: sizes, raw and logical digests.
+    let rows = files::snapshot(work.path(), DATABASES, &rel, "final")?;
+    evidence::write_json(&case_dir, evidence::DATABASE_FILES, &rows)?;
     if matches!(status, Status::Breaks | Status::Error) {
         keep_databases(work.path(), &case_dir.join("db"))?;
     }

@@ -1,0 +1,119 @@
+//! The read-only view of lab 13's four files. A file that does not exist yet reads as empty
+//! and is named in `absent`; it is never created.
+
+use std::path::Path;
+
+use anyhow::Result;
+use serde::Serialize;
+
+use crate::dispatch::schema::{HISTORY, INTENTS, RECEIPTS, RECEIVER};
+use crate::store::{self, Access, Db, Schema};
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct IntentsState {
+    pub intents: i64,
+    pub pending: i64,
+    pub unknown: i64,
+    pub attempts: i64,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct ReceiptsState {
+    pub receipts: i64,
+    pub replayed: i64,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct HistoryState {
+    pub history: i64,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct ReceiverState {
+    pub effects: i64,
+    /// Distinct keys among the effects.
+    pub keys: i64,
+    /// Rows of the idempotency ledger.
+    pub ledger: i64,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct State {
+    pub intents: IntentsState,
+    pub receipts: ReceiptsState,
+    pub history: HistoryState,
+    pub receiver: ReceiverState,
+    pub absent: Vec<&'static str>,
+}
+
+pub struct Paths<'a> {
+    pub intents: &'a Path,
+    pub receipts: &'a Path,
+    pub history: &'a Path,
+    pub receiver: &'a Path,
+}
+
+fn open_optional(path: &Path, schema: &'static Schema) -> Result<Option<Db>> {
+    if !path.exists() {
+        return Ok(None);
+    }
+    store::open(path, schema, Access::Read).map(Some)
+}
+
+fn count(db: &Db, path: &Path, sql: &str) -> Result<i64> {
+    db.conn
+        .query_row(sql, [], |r| r.get(0))
+        .map_err(|e| store::explain(e, db.db, &path.display().to_string()))
+}
+
+pub fn read(paths: &Paths<'_>) -> Result<State> {
+    let mut state = State::default();
+    match open_optional(paths.intents, &INTENTS)? {
+        Some(db) => {
+            let p = paths.intents;
+            state.intents = IntentsState {
+                intents: count(&db, p, "SELECT count(*) FROM intents")?,
+                pending: count(
+                    &db,
+                    p,
+                    "SELECT count(*) FROM intents WHERE status = 'pending'",
+                )?,
+                unknown: count(
+                    &db,
+                    p,
+                    "SELECT count(*) FROM intents WHERE status = 'unknown'",
+                )?,
+                attempts: count(&db, p, "SELECT count(*) FROM attempts")?,
+            };
+        }
+        None => state.absent.push("intents"),
+    }
+    match open_optional(paths.receipts, &RECEIPTS)? {
+        Some(db) => {
+            let p = paths.receipts;
+            state.receipts = ReceiptsState {
+                receipts: count(&db, p, "SELECT count(*) FROM receipts")?,
+                replayed: count(&db, p, "SELECT count(*) FROM receipts WHERE replayed = 1")?,
+            };
+        }
+        None => state.absent.push("receipts"),
+    }
+    match open_optional(paths.history, &HISTORY)? {
+        Some(db) => {
+            state.history.history = count(&db, paths.history, "SELECT count(*) FROM history")?;
+        }
+        None => state.absent.push("history"),
+    }
+    match open_optional(paths.receiver, &RECEIVER)? {
+        Some(db) => {
+            let p = paths.receiver;
+            state.receiver = ReceiverState {
+                effects: count(&db, p, "SELECT count(*) FROM effects")?,
+                keys: count(&db, p, "SELECT count(DISTINCT key) FROM effects")?,
+                ledger: count(&db, p, "SELECT count(*) FROM idempotency")?,
+            };
+        }
+        None => state.absent.push("receiver"),
+    }
+    Ok(state)
+}

@@ -1,0 +1,88 @@
+//! Helpers shared by the integration tests: they run the built binary as a user would.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_crashlab");
+
+pub fn crashlab(cwd: &Path, args: &[&str]) -> Output {
+    Command::new(BIN)
+        .args(args)
+        .current_dir(cwd)
+        .output()
+        .expect("the crashlab binary runs")
+}
+
+pub fn code(output: &Output) -> i32 {
+    output.status.code().unwrap_or(-1)
+}
+
+pub fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+pub fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+/// Run the lab 14 driver into `dir/name`; returns the output and the evidence path.
+pub fn driver(dir: &Path, name: &str, more: &[&str]) -> (Output, PathBuf) {
+    let mut args = vec!["driver", "14", "--out", name];
+    args.extend_from_slice(more);
+    let output = crashlab(dir, &args);
+    (output, dir.join(name))
+}
+
+pub fn json(path: &Path) -> serde_json::Value {
+    let text =
+        std::fs::read_to_string(path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("parsing {}: {e}", path.display()))
+}
+
+/// The readback JSON: the last stdout line of `verify --json`.
+pub fn readback(output: &Output) -> serde_json::Value {
+    let text = stdout(output);
+    let line = text
+        .lines()
+        .rev()
+        .find(|l| l.starts_with('{'))
+        .expect("a readback JSON line");
+    serde_json::from_str(line).expect("readback JSON parses")
+}
+
+pub fn verify(dir: &Path) -> serde_json::Value {
+    let output = crashlab(
+        dir,
+        &[
+            "verify",
+            "--sender",
+            "sender.db",
+            "--queue",
+            "queue.db",
+            "--receiver",
+            "receiver.db",
+            "--json",
+        ],
+    );
+    assert_eq!(code(&output), 0, "verify failed: {}", stderr(&output));
+    readback(&output)
+}
+
+/// Every file under `dir`, relative.
+pub fn files(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).expect("listing") {
+            let path = entry.expect("entry").path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                out.push(path.strip_prefix(dir).expect("under dir").to_path_buf());
+            }
+        }
+    }
+    out.sort();
+    out
+}
