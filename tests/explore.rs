@@ -421,6 +421,10 @@ fn bad_input_is_one_line_and_exit_2() {
         ),
         (vec!["explore", "99", "--out", fresh], "unknown lab '99'"),
         (
+            vec!["explore", "13", "--out", fresh],
+            "explore knows lab 14 only",
+        ),
+        (
             vec!["explore", "14", "--out", taken.to_str().unwrap()],
             "already exists",
         ),

@@ -24,6 +24,23 @@ fn fill(colour: Colour) -> &'static str {
     }
 }
 
+/// Lines of at most `width` characters, broken at spaces.
+fn wrap(text: &str, width: usize) -> Vec<String> {
+    let mut lines = vec![String::new()];
+    for word in text.split(' ') {
+        let last = lines.last_mut().expect("at least one line");
+        if !last.is_empty() && last.chars().count() + 1 + word.chars().count() > width {
+            lines.push(format!("    {word}"));
+        } else {
+            if !last.is_empty() {
+                last.push(' ');
+            }
+            last.push_str(word);
+        }
+    }
+    lines
+}
+
 fn escape(text: &str) -> String {
     text.replace('&', "&amp;")
         .replace('<', "&lt;")
@@ -38,7 +55,15 @@ pub fn render(report: &Report) -> String {
     let width = LEFT + blocks.len() as i32 * (group_w + GROUP_GAP) + 20;
     let width = width.max(760);
     let foot = TOP + rows * (CELL_H + GAP) + 24;
-    let height = foot + 20 * (report.findings.len() + report.differences.len() + 2) as i32;
+    // DejaVu Sans Mono at 12 px is about 7.3 px a character.
+    let columns = (width as usize - 24) / 8;
+    let verdict_lines: Vec<String> = report
+        .findings
+        .iter()
+        .chain(report.differences.iter())
+        .flat_map(|line| wrap(line, columns))
+        .collect();
+    let height = foot + 18 * (verdict_lines.len() as i32 + 1) + 12;
     let mut s = String::new();
     let _ = writeln!(
         s,
@@ -79,7 +104,7 @@ pub fn render(report: &Report) -> String {
     }
     let _ = writeln!(
         s,
-        r#"<rect x="{x}" y="34" width="14" height="14" fill="white" stroke="black" stroke-width="2"/><text x="{}" y="45">predicted break</text>"#,
+        r#"<rect x="{x}" y="34" width="14" height="14" fill="white" stroke="black" stroke-width="3"/><text x="{}" y="45">predicted break</text>"#,
         x + 18
     );
     let key: Vec<String> = Invariant::ALL
@@ -126,7 +151,7 @@ pub fn render(report: &Report) -> String {
                 let cx = gx + i as i32 * (CELL_W + GAP);
                 let colour = cell.colour();
                 let stroke = if cell.predicted {
-                    r#" stroke="black" stroke-width="2""#
+                    r#" stroke="black" stroke-width="3""#
                 } else {
                     ""
                 };
@@ -168,10 +193,13 @@ pub fn render(report: &Report) -> String {
         r#"<text x="12" y="{y}" font-weight="bold">{}</text>"#,
         escape(verdict)
     );
-    for line in report.findings.iter().chain(report.differences.iter()) {
-        y += 20;
-        let shown: String = line.chars().take(150).collect();
-        let _ = writeln!(s, r#"<text x="12" y="{y}">{}</text>"#, escape(&shown));
+    for line in &verdict_lines {
+        y += 18;
+        let _ = writeln!(
+            s,
+            r#"<text x="12" y="{y}" xml:space="preserve">{}</text>"#,
+            escape(line)
+        );
     }
     s.push_str("</svg>\n");
     s
