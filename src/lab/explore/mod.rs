@@ -39,7 +39,8 @@ pub struct Args {
     /// Only these points: names or phases separated by commas (default: every point)
     #[arg(long, value_name = "POINT|PHASE,...")]
     pub points: Option<String>,
-    /// How the crash stops the process
+    /// How the crash stops the process (`hang` waits for --step-timeout-ms in every case:
+    /// give it a short one)
     #[arg(long, value_enum, default_value_t = Mode::Exit)]
     pub crash_mode: Mode,
     /// Cases run at once (default: the number of cores)

@@ -13,8 +13,9 @@ pub fn render(lab: &Lab, report: &Report) -> String {
     let _ = writeln!(s);
     let _ = writeln!(
         s,
-        "Crash mode `{}`, {} cases ({} processes), {:.0} ms, {:.1} cases/s on {} jobs.",
+        "Crash mode `{}`, files on {}, {} cases ({} processes), {:.0} ms, {:.1} cases/s on {} jobs.",
         report.crash_mode,
+        report.work_fs,
         report.cases.len(),
         report.processes,
         report.wall_ms,

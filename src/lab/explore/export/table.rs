@@ -13,8 +13,9 @@ pub fn render(lab: &Lab, report: &Report, out: &Path) -> String {
     let _ = writeln!(s, "lab {} ({}): {}", lab.id, lab.slug, lab.title);
     let _ = writeln!(
         s,
-        "explore: crash mode {}, {} cases ({} processes) in {:.0} ms, {:.1} cases/s, {} jobs; evidence in {}",
+        "explore: crash mode {}, files on {}, {} cases ({} processes) in {:.0} ms, {:.1} cases/s, {} jobs; evidence in {}",
         report.crash_mode,
+        report.work_fs,
         report.cases.len(),
         report.processes,
         report.wall_ms,
