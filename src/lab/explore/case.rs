@@ -1,6 +1,7 @@
 //! One case: a fresh work directory, the scenario as real child processes with the crash armed
 //! in one of them, recovery to quiescence, the readback and the invariants.
 
+use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -96,7 +97,7 @@ pub struct CaseResult {
     /// The crashed step's exit status (128 + signal for a signal).
     pub crash_exit: Option<i32>,
     /// Hits of every point in the scenario's processes: `(point, hits)`.
-    pub hits: Vec<(String, u32)>,
+    pub hits: BTreeMap<String, u32>,
     pub recovery_rounds: u32,
     pub processes: usize,
     pub problems: Vec<String>,
@@ -175,6 +176,12 @@ struct Ran {
 
 /// Run one case into `env.dir/<evidence_dir>`.
 pub fn run(def: &CaseDef, env: &Env<'_>) -> Result<CaseResult> {
+    if let Some((point, hit)) = def.crash {
+        assert!(
+            (1..=crash::HIT_MAX).contains(&hit),
+            "{point}@{hit}: a hit counts from 1"
+        );
+    }
     let started = Instant::now();
     let rel = def.evidence_dir();
     let case_dir = env.dir.join(&rel);
@@ -287,6 +294,11 @@ pub fn run(def: &CaseDef, env: &Env<'_>) -> Result<CaseResult> {
         }
     }
     let scenario_steps = ran.len();
+    assert_eq!(
+        scenario_steps,
+        SCENARIO.len(),
+        "every scenario phase ran once"
+    );
 
     // Recovery: the phases again, the same code, no crash, until nothing is pending. A phase
     // runs when it has work: the crashed sender (the business retries; a restarted generator
@@ -389,6 +401,7 @@ pub fn run(def: &CaseDef, env: &Env<'_>) -> Result<CaseResult> {
         problems.extend(judgement.problems);
     }
 
+    assert_eq!(processes.len(), ran.len(), "one record per process");
     state::cross_check(work.path(), &observed)?;
     let hits = hits(&ran[..scenario_steps]);
     evidence::write_json(&case_dir, "processes.json", &processes)?;
@@ -425,8 +438,8 @@ impl CaseDef {
 }
 
 /// The highest `POINT <name> #<n>` of every point, over the scenario's processes.
-fn hits(ran: &[Ran]) -> Vec<(String, u32)> {
-    let mut hits: Vec<(String, u32)> = Vec::new();
+fn hits(ran: &[Ran]) -> BTreeMap<String, u32> {
+    let mut hits: BTreeMap<String, u32> = BTreeMap::new();
     for r in ran {
         for line in r.stdout.lines() {
             let Some(rest) = line.strip_prefix("POINT ") else {
@@ -436,13 +449,10 @@ fn hits(ran: &[Ran]) -> Vec<(String, u32)> {
                 continue;
             };
             let Ok(n) = n.parse::<u32>() else { continue };
-            match hits.iter_mut().find(|(p, _)| p == name) {
-                Some((_, max)) => *max = (*max).max(n),
-                None => hits.push((name.to_string(), n)),
-            }
+            let max = hits.entry(name.to_string()).or_insert(0);
+            *max = (*max).max(n);
         }
     }
-    hits.sort();
     hits
 }
 

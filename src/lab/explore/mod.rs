@@ -336,6 +336,7 @@ fn run_all(
         }
     });
     let results = results.into_inner().unwrap_or_else(|p| p.into_inner());
+    assert_eq!(results.len(), defs.len(), "one result slot per case");
     results
         .into_iter()
         .zip(defs)
@@ -413,11 +414,7 @@ fn explore(lab: &Lab, args: &Args, run: &Run<'_>, dir: &Path) -> Result<Report> 
     let mut defs = Vec::new();
     for (variant, probe) in variants.iter().zip(&probe_results) {
         for point in points {
-            let seen = probe
-                .hits
-                .iter()
-                .find(|(p, _)| p == point)
-                .map_or(0, |(_, n)| *n);
+            let seen = probe.hits.get(*point).copied().unwrap_or(0);
             if seen == 0 {
                 defs.push(CaseDef {
                     variant: *variant,

@@ -114,12 +114,7 @@ pub fn matrix(report: &Report) -> Vec<Block> {
                     }
                     Row {
                         point,
-                        probe_hits: probe
-                            .result
-                            .hits
-                            .iter()
-                            .find(|(p, _)| p == point)
-                            .map_or(0, |(_, n)| *n),
+                        probe_hits: probe.result.hits.get(*point).copied().unwrap_or(0),
                         cells,
                         counts,
                     }
