@@ -114,6 +114,11 @@ fn the_correct_design_holds_every_invariant_at_every_point() {
         .expect("consumer.after-receiver-commit@2 is a case");
     // The crash after the receiver commit redelivers: two deliveries, one effect.
     assert!(second["counts"]["duplicates_suppressed"].as_i64().unwrap() >= 1);
+    // The same queue row is claimed again after the restart: more claims than rows.
+    assert!(
+        second["counts"]["claims"].as_i64().unwrap()
+            > second["counts"]["deliveries"].as_i64().unwrap()
+    );
     assert!(second["counts"]["acknowledged_commits"].as_i64().unwrap() > 0);
     // The evidence proves the crash: the CRASH line in the crashed process's stdout.
     let dir = out.join(second["evidence"].as_str().unwrap());

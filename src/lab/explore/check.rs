@@ -80,8 +80,10 @@ impl Invariant {
 /// What a case counted, end to end.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct Counts {
-    /// Rows in the queue: physical deliveries, duplicates included.
+    /// Rows in the queue (the readback's `deliveries`), duplicates included.
     pub deliveries: i64,
+    /// Deliveries handed to a consumer (claims committed), redeliveries of a row included.
+    pub claims: i64,
     /// Credits in the ledger: business effects applied.
     pub effects_applied: i64,
     /// Deliveries the Inbox (or the memory set) turned away as already applied.
@@ -99,6 +101,7 @@ pub struct Counts {
 impl Counts {
     pub fn add(&mut self, other: &Counts) {
         self.deliveries += other.deliveries;
+        self.claims += other.claims;
         self.effects_applied += other.effects_applied;
         self.duplicates_suppressed += other.duplicates_suppressed;
         self.lost_effects += other.lost_effects;
@@ -213,6 +216,12 @@ pub fn judge(observed: &Observed, stdouts: &[(String, String)]) -> Judgement {
                 continue;
             };
             j.counts.acknowledged_commits += 1;
+            if rest.starts_with("queue claim of ") {
+                let w: Vec<&str> = rest.split_whitespace().collect();
+                if let Ok(ids) = ids(&w) {
+                    j.counts.claims += ids.count() as i64;
+                }
+            }
             if let Err(why) = visible(observed, rest) {
                 j.acknowledged_durable = false;
                 j.problems.push(format!(

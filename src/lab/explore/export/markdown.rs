@@ -44,11 +44,11 @@ pub fn render(lab: &Lab, report: &Report) -> String {
             let _ = write!(s, " {title} |");
         }
         let _ = writeln!(s);
-        let _ = writeln!(s, "|---|---:|{}", "---|".repeat(5) + &"---:|".repeat(6));
+        let _ = writeln!(s, "|---|---:|{}", "---|".repeat(5) + &"---:|".repeat(7));
         for row in &block.rows {
             let _ = write!(s, "| `{}` | {} |", row.point, row.probe_hits);
             if row.cells[0].colour() == Colour::NotReached {
-                let _ = writeln!(s, " not reached |{}", " |".repeat(10));
+                let _ = writeln!(s, " not reached |{}", " |".repeat(11));
                 continue;
             }
             for cell in &row.cells {

@@ -143,8 +143,9 @@ pub fn summary(block: &Block) -> String {
 }
 
 /// The count columns, in table order.
-pub const COUNT_TITLES: [&str; 6] = [
+pub const COUNT_TITLES: [&str; 7] = [
     "deliveries",
+    "claims",
     "applied",
     "suppressed",
     "lost",
@@ -152,9 +153,10 @@ pub const COUNT_TITLES: [&str; 6] = [
     "lost msgs",
 ];
 
-pub fn count_values(c: &Counts) -> [i64; 6] {
+pub fn count_values(c: &Counts) -> [i64; 7] {
     [
         c.deliveries,
+        c.claims,
         c.effects_applied,
         c.duplicates_suppressed,
         c.lost_effects,
