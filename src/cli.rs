@@ -305,6 +305,8 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Move the crash everywhere: every point, every hit, every variant, checked end to end
+    Explore(crate::lab::explore::Args),
     /// Print size, raw SHA-256 and logical SHA-256 (rows, not pages) of database files
     Digest {
         #[arg(required = true)]

@@ -379,6 +379,7 @@ pub fn dispatch(command: Command) -> Result<i32> {
                 json,
             })
         }
+        Command::Explore(args) => lab::explore::command(&args, recorded_args()),
         Command::Digest { files } => {
             for file in files {
                 if !file.is_file() {

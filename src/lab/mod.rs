@@ -5,6 +5,7 @@ pub mod audit;
 pub mod check;
 pub mod driver;
 pub mod evidence;
+pub mod explore;
 pub mod files;
 pub mod lab13;
 pub mod lab14;

@@ -1,0 +1,450 @@
+//! `crashlab explore` end to end: the built binary, real child processes, real SQLite files.
+//! No timing is asserted: the machine may be shared.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+
+fn crashlab() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_crashlab"))
+}
+
+struct Ran {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+fn run(args: &[&str]) -> Ran {
+    let out = crashlab().args(args).output().expect("crashlab starts");
+    Ran {
+        code: out.status.code().expect("crashlab exits, not killed"),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// `explore 14 ARGS --json --out DIR/out`: the exit code, the report, and the run's directory.
+fn explore(dir: &Path, args: &[&str]) -> (i32, Value, PathBuf) {
+    let out = dir.join("out");
+    let mut all = vec!["explore", "14", "--json", "--out", out.to_str().unwrap()];
+    all.extend(args);
+    let ran = run(&all);
+    assert!(
+        !ran.stderr.contains("panicked"),
+        "explore panicked: {}",
+        ran.stderr
+    );
+    let report: Value = serde_json::from_str(&ran.stdout).unwrap_or_else(|e| {
+        panic!(
+            "stdout is the report ({e}); exit {}, stderr {}",
+            ran.code, ran.stderr
+        )
+    });
+    (ran.code, report, out)
+}
+
+fn cases<'a>(report: &'a Value, variant: &str) -> Vec<&'a Value> {
+    report["cases"]
+        .as_array()
+        .expect("cases")
+        .iter()
+        .filter(|c| c["variant"] == variant)
+        .collect()
+}
+
+fn lab_points() -> Vec<String> {
+    let ran = run(&["points", "14", "--json"]);
+    assert_eq!(ran.code, 0);
+    let value: Value = serde_json::from_str(&ran.stdout).expect("points JSON");
+    value[0]["points"]
+        .as_array()
+        .expect("points")
+        .iter()
+        .map(|p| p["name"].as_str().expect("a name").to_string())
+        .collect()
+}
+
+const INVARIANTS: [&str; 5] = [
+    "reached",
+    "no_lost_effect",
+    "no_duplicate_effect",
+    "nothing_stuck",
+    "acknowledged_durable",
+];
+
+#[test]
+fn the_correct_design_holds_every_invariant_at_every_point() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (code, report, out) = explore(tmp.path(), &["--variants", "correct"]);
+    assert_eq!(code, 0, "differences: {}", report["differences"]);
+    assert_eq!(report["ok"], true);
+    let cases = cases(&report, "correct");
+    for point in lab_points() {
+        let at: Vec<&&Value> = cases
+            .iter()
+            .filter(|c| c["point"] == point.as_str())
+            .collect();
+        assert!(!at.is_empty(), "{point} was explored");
+        for c in at {
+            let inbox_only = point.contains("inbox-commit");
+            if inbox_only {
+                // Only split-inbox-tx has these commits: arming them crashes nothing.
+                assert_eq!(c["status"], "not-reached", "{point}: {c}");
+                continue;
+            }
+            assert_eq!(
+                c["status"], "holds",
+                "{point}@{}: {}",
+                c["hit"], c["problems"]
+            );
+            for inv in INVARIANTS {
+                assert_eq!(c["invariants"][inv], true, "{point}@{} {inv}", c["hit"]);
+            }
+            assert_eq!(c["counts"]["lost_effects"], 0);
+            assert_eq!(c["counts"]["duplicated_effects"], 0);
+            assert_eq!(c["crash_exit"], 73);
+        }
+    }
+    // The consumer's second delivery is explored: the probe saw it and a case crashed there.
+    let second = cases
+        .iter()
+        .find(|c| c["point"] == "consumer.after-receiver-commit" && c["hit"] == 2)
+        .expect("consumer.after-receiver-commit@2 is a case");
+    // The crash after the receiver commit redelivers: two deliveries, one effect.
+    assert!(second["counts"]["duplicates_suppressed"].as_i64().unwrap() >= 1);
+    // The same queue row is claimed again after the restart: more claims than rows.
+    assert!(
+        second["counts"]["claims"].as_i64().unwrap()
+            > second["counts"]["deliveries"].as_i64().unwrap()
+    );
+    assert!(second["counts"]["acknowledged_commits"].as_i64().unwrap() > 0);
+    // The evidence proves the crash: the CRASH line in the crashed process's stdout.
+    let dir = out.join(second["evidence"].as_str().unwrap());
+    let consumer = std::fs::read_to_string(dir.join("04-consumer.stdout.txt")).unwrap();
+    assert!(consumer
+        .lines()
+        .any(|l| l == "CRASH consumer.after-receiver-commit exit=73"));
+    let processes: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("processes.json")).unwrap())
+            .unwrap();
+    assert_eq!(processes[3]["exit"], 73);
+    assert_eq!(processes[3]["argv"][0], "crashlab");
+    for file in ["explore.json", "explore.md", "explore.svg", "manifest.json"] {
+        assert!(out.join(file).is_file(), "{file}");
+    }
+    let svg = std::fs::read_to_string(out.join("explore.svg")).unwrap();
+    // Cells carry a tooltip; the legend's squares do not.
+    assert!(svg.starts_with("<svg"));
+    assert!(svg.contains(r##"fill="#2e7d32"><title>"##), "green cells");
+    assert!(svg.contains(r##"fill="#bdbdbd"><title>"##), "grey cells");
+    assert!(
+        !svg.contains(r##"fill="#c62828"><title>"##),
+        "no red cell for the correct design"
+    );
+}
+
+#[test]
+fn each_variant_shows_its_predicted_violation_at_the_predicted_point() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (code, report, out) = explore(
+        tmp.path(),
+        &[
+            "--variants",
+            "mark-before-send,memory-inbox,split-inbox-tx,ack-before-apply",
+        ],
+    );
+    assert_eq!(code, 0, "differences: {}", report["differences"]);
+    let predicted = [
+        (
+            "mark-before-send",
+            "publisher.after-mark-sent",
+            "no_lost_effect",
+            "lost_messages",
+        ),
+        (
+            "memory-inbox",
+            "consumer.after-receiver-commit",
+            "no_duplicate_effect",
+            "duplicated_effects",
+        ),
+        (
+            "split-inbox-tx",
+            "consumer.after-inbox-commit",
+            "no_lost_effect",
+            "lost_effects",
+        ),
+        (
+            "ack-before-apply",
+            "consumer.after-ack",
+            "no_lost_effect",
+            "lost_effects",
+        ),
+    ];
+    for (variant, point, invariant, count) in predicted {
+        let broken: Vec<&Value> = cases(&report, variant)
+            .into_iter()
+            .filter(|c| c["point"] == point && c["invariants"][invariant] == false)
+            .collect();
+        assert!(
+            !broken.is_empty(),
+            "{variant} breaks {invariant} at {point}"
+        );
+        for c in &broken {
+            assert_eq!(c["status"], "breaks");
+            assert_eq!(c["invariants"]["reached"], true, "the crash is proven");
+            assert!(
+                c["counts"][count].as_i64().unwrap() >= 1,
+                "{variant}: {count}"
+            );
+            // A broken case keeps its databases for sqlite3.
+            let db = out
+                .join(c["evidence"].as_str().unwrap())
+                .join("db/receiver.db");
+            assert!(db.is_file(), "{}", db.display());
+        }
+        let finding = report["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f.as_str().unwrap().starts_with(variant))
+            .expect("a finding per variant");
+        assert!(finding.as_str().unwrap().contains(point), "{finding}");
+    }
+    // The Inbox variants do not touch the publisher: their publisher points hold... except
+    // where the memory set forgets across a restart.
+    for c in cases(&report, "split-inbox-tx") {
+        if c["point"].as_str().unwrap().starts_with("publisher.") {
+            assert_eq!(c["status"], "holds", "{c}");
+        }
+    }
+}
+
+#[test]
+fn an_unreachable_point_is_reported_as_not_reached_never_as_a_pass() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (code, report, out) = explore(
+        tmp.path(),
+        &[
+            "--variants",
+            "correct",
+            "--points",
+            "consumer.after-inbox-commit",
+        ],
+    );
+    assert_eq!(code, 0);
+    let cases = cases(&report, "correct");
+    assert_eq!(cases.len(), 1);
+    let c = cases[0];
+    assert_eq!(c["status"], "not-reached");
+    assert_eq!(c["expect_reached"], false);
+    for inv in INVARIANTS {
+        assert!(c["invariants"][inv].is_null(), "{inv} is not judged");
+    }
+    // Armed, not reached: the consumer ran to its end, with no CRASH line.
+    let dir = out.join(c["evidence"].as_str().unwrap());
+    let stdout = std::fs::read_to_string(dir.join("04-consumer.stdout.txt")).unwrap();
+    assert!(!stdout.contains("CRASH "));
+    assert!(stdout.contains("CONSUMED applied=2"));
+    assert_eq!(c["crash_exit"], 0);
+    // The table and the Markdown say it in words.
+    let md = std::fs::read_to_string(out.join("explore.md")).unwrap();
+    assert!(
+        md.contains("| `consumer.after-inbox-commit` | 0 | not reached |"),
+        "{md}"
+    );
+
+    // A prediction that depends on a point left out is a failure, not a pass (exit 1).
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("out");
+    let ran = run(&[
+        "explore",
+        "14",
+        "--variants",
+        "mark-before-send",
+        "--points",
+        "consumer",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(ran.code, 1, "{}", ran.stdout);
+    assert!(ran.stdout.contains("not reached"));
+    assert!(
+        ran.stdout.contains("publisher.after-mark-sent") && ran.stdout.contains("FAIL"),
+        "{}",
+        ran.stdout
+    );
+}
+
+#[test]
+fn the_three_crash_modes_are_judged_by_their_own_exit_status() {
+    for (mode, exit, line) in [
+        ("exit", 73, "exit=73"),
+        ("abort", 134, "signal=SIGABRT"),
+        ("kill", 137, "signal=SIGKILL"),
+    ] {
+        let tmp = tempfile::tempdir().unwrap();
+        let (code, report, out) = explore(
+            tmp.path(),
+            &[
+                "--variants",
+                "correct,split-inbox-tx",
+                "--points",
+                "consumer.after-inbox-commit,consumer.after-receiver-commit",
+                "--crash-mode",
+                mode,
+            ],
+        );
+        assert_eq!(code, 0, "{mode}: {}", report["differences"]);
+        assert_eq!(report["crash_mode"], mode);
+        let reached: Vec<&Value> = report["cases"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|c| c["status"] != "not-reached")
+            .collect();
+        assert!(!reached.is_empty());
+        for c in reached {
+            assert_eq!(c["crash_exit"], exit, "{mode}: {c}");
+            assert_eq!(c["invariants"]["reached"], true);
+            let dir = out.join(c["evidence"].as_str().unwrap());
+            let stdout = std::fs::read_to_string(dir.join("04-consumer.stdout.txt")).unwrap();
+            let want = format!("CRASH {} {line}", c["point"].as_str().unwrap());
+            assert!(stdout.lines().any(|l| l == want), "{mode}: {want}");
+        }
+        // The split variant loses its credit whatever stops it.
+        assert!(report["cases"].as_array().unwrap().iter().any(|c| {
+            c["variant"] == "split-inbox-tx" && c["invariants"]["no_lost_effect"] == false
+        }));
+    }
+}
+
+#[test]
+fn the_table_has_points_as_rows_and_invariants_as_columns() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("out");
+    let ran = run(&[
+        "explore",
+        "14",
+        "--variants",
+        "ack-before-apply",
+        "--points",
+        "consumer.after-ack,enqueue",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(ran.code, 0, "{}{}", ran.stdout, ran.stderr);
+    let header = ran
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("point "))
+        .expect("a header row");
+    for column in [
+        "reached",
+        "no-lost",
+        "no-dup",
+        "no-stuck",
+        "ack=>dur",
+        "deliveries",
+    ] {
+        assert!(header.contains(column), "{column} in {header}");
+    }
+    let row = ran
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("consumer.after-ack "))
+        .expect("a row for the point");
+    assert!(row.contains("*BREAKS 1/3"), "{row}");
+    assert!(ran.stdout.contains("PASS"));
+    // No progress bar when stderr is not a terminal.
+    assert_eq!(ran.stderr, "");
+}
+
+#[test]
+fn evidence_names_no_absolute_path_of_the_machine() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (code, _report, out) = explore(
+        tmp.path(),
+        &[
+            "--variants",
+            "memory-inbox",
+            "--points",
+            "consumer.after-receiver-commit",
+        ],
+    );
+    assert_eq!(code, 0);
+    let root = tmp.path().to_str().unwrap().to_string();
+    let mut stack = vec![out.clone()];
+    let mut seen = 0;
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if path.extension().is_some_and(|e| {
+                e != "db"
+                    && !e.to_string_lossy().ends_with("wal")
+                    && !e.to_string_lossy().ends_with("shm")
+            }) {
+                let text = std::fs::read_to_string(&path).unwrap();
+                assert!(!text.contains(&root), "{} names {root}", path.display());
+                assert!(!text.contains("/dev/shm"), "{}", path.display());
+                seen += 1;
+            }
+        }
+    }
+    assert!(seen > 5);
+}
+
+#[test]
+fn bad_input_is_one_line_and_exit_2() {
+    let tmp = tempfile::tempdir().unwrap();
+    let taken = tmp.path().join("taken");
+    std::fs::create_dir(&taken).unwrap();
+    let fresh = tmp.path().join("fresh");
+    let fresh = fresh.to_str().unwrap();
+    for (args, says) in [
+        (
+            vec!["explore", "14", "--variants", "bogus", "--out", fresh],
+            "unknown variant 'bogus'",
+        ),
+        (
+            vec![
+                "explore",
+                "14",
+                "--points",
+                "consumer.nowhere",
+                "--out",
+                fresh,
+            ],
+            "neither a point nor a phase",
+        ),
+        (
+            vec!["explore", "14", "--jobs", "0", "--out", fresh],
+            "--jobs 0 is out of range",
+        ),
+        (vec!["explore", "99", "--out", fresh], "unknown lab '99'"),
+        (
+            vec!["explore", "13", "--out", fresh],
+            "explore knows lab 14 only",
+        ),
+        (
+            vec!["explore", "14", "--out", taken.to_str().unwrap()],
+            "already exists",
+        ),
+        (
+            vec!["explore", "14", "--work-dir", "no/such/dir", "--out", fresh],
+            "is not a directory",
+        ),
+    ] {
+        let ran = run(&args);
+        assert_eq!(ran.code, 2, "{args:?}: {}", ran.stderr);
+        assert_eq!(ran.stderr.lines().count(), 1, "{args:?}: {}", ran.stderr);
+        assert!(ran.stderr.starts_with("crashlab: "), "{}", ran.stderr);
+        assert!(ran.stderr.contains(says), "{args:?}: {}", ran.stderr);
+        assert!(!Path::new(fresh).exists(), "nothing written for {args:?}");
+    }
+    // The existing directory was not touched.
+    assert_eq!(std::fs::read_dir(&taken).unwrap().count(), 0);
+}
