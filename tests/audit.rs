@@ -404,3 +404,64 @@ fn the_lab13_archive_audits_pass_and_a_nested_edit_is_named() {
         rel.display()
     );
 }
+
+#[test]
+fn a_chaos_run_audits_pass_and_its_claims_are_re_derived_from_its_databases() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = crashlab(
+        dir.path(),
+        &[
+            "chaos",
+            "14",
+            "--messages",
+            "120",
+            "--consumers",
+            "2",
+            "--kills",
+            "6",
+            "--seed",
+            "5",
+            "--out",
+            "chaos",
+        ],
+    );
+    assert_eq!(code(&out), 0, "{}", stdout(&out));
+    let run = dir.path().join("chaos");
+    let (code_ok, text) = audit(&run, &[]);
+    assert_eq!(code_ok, 0, "{text}");
+    assert!(text.contains("PASS: chaos 14, 120 messages"), "{text}");
+
+    // Claim a lost effect that the databases do not show: caught from db/, not from a copy.
+    let edited = dir.path().join("edited");
+    copy_dir(&run, &edited);
+    let path = edited.join("chaos.json");
+    let mut report = json(&path);
+    report["check"]["ledger"] = serde_json::json!(report["check"]["ledger"].as_i64().unwrap() + 1);
+    fs::write(&path, serde_json::to_string_pretty(&report).unwrap()).unwrap();
+    fix_manifest(&edited, "chaos.json");
+    let (code_bad, text) = audit(&edited, &[]);
+    assert_eq!(code_bad, 1, "{text}");
+    assert!(text.contains("chaos.json: check.ledger is"), "{text}");
+
+    // A killed process recorded as a clean exit disagrees with kills.json.
+    let edited = dir.path().join("exit");
+    copy_dir(&run, &edited);
+    let path = edited.join("processes.json");
+    let mut processes = json(&path);
+    let killed = processes["processes"]
+        .as_array_mut()
+        .unwrap()
+        .iter_mut()
+        .find(|p| p["signal"] == 9)
+        .expect("a killed process");
+    killed["exit"] = serde_json::json!(0);
+    killed["signal"] = serde_json::Value::Null;
+    fs::write(&path, serde_json::to_string_pretty(&processes).unwrap()).unwrap();
+    fix_manifest(&edited, "processes.json");
+    let (code_bad, text) = audit(&edited, &[]);
+    assert_eq!(code_bad, 1, "{text}");
+    assert!(
+        text.contains("processes.json:") && text.contains("exit 0, expected 137"),
+        "{text}"
+    );
+}
