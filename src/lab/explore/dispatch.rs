@@ -428,6 +428,14 @@ struct Ran {
     crashed_line: bool,
 }
 
+/// A receiver running in the background: what its record needs once it has ended.
+struct Background {
+    name: String,
+    argv: Vec<String>,
+    crash: Option<String>,
+    started: Started,
+}
+
 /// The processes of one case, and where their outputs go.
 struct Recorder<'a> {
     env: &'a Env<'a>,
@@ -437,6 +445,9 @@ struct Recorder<'a> {
     processes: Vec<Process>,
     ran: Vec<Ran>,
     reaper: process::Reaper,
+    /// Processes started so far: a background one is recorded when it ends, numbered when
+    /// it starts.
+    started: usize,
 }
 
 const DISPATCHER: &[&str] = &[
@@ -504,8 +515,9 @@ impl Recorder<'_> {
         });
     }
 
-    fn name(&self, what: &str) -> String {
-        format!("{:02}-{what}", self.processes.len() + 1)
+    fn name(&mut self, what: &str) -> String {
+        self.started += 1;
+        format!("{:02}-{what}", self.started)
     }
 
     /// A process in the foreground, bounded by the step timeout.
@@ -537,7 +549,7 @@ impl Recorder<'_> {
         what: &str,
         mode: &str,
         crash: Option<String>,
-    ) -> Result<Option<(String, Vec<String>, Option<String>, Started)>> {
+    ) -> Result<Option<Background>> {
         let name = self.name(what);
         let args = words(&[
             "--db",
@@ -560,7 +572,12 @@ impl Recorder<'_> {
         )?;
         self.reaper.0.push(started.pid);
         match process::await_ready(&started, &stdout, "READY ", self.env.timeout)? {
-            Ok(()) => Ok(Some((name, argv, crash, started))),
+            Ok(()) => Ok(Some(Background {
+                name,
+                argv,
+                crash,
+                started,
+            })),
             Err(ended) => {
                 let ended = match ended {
                     Some(ended) => ended,
@@ -580,11 +597,14 @@ impl Recorder<'_> {
     /// Stop a background receiver: one that printed its CRASH line is ending by itself (or
     /// hangs, `--crash-mode hang`) and is only waited for; any other gets SIGTERM. Both with
     /// the step timeout as bound, then SIGKILL.
-    fn stop_receiver(
-        &mut self,
-        receiver: Option<(String, Vec<String>, Option<String>, Started)>,
-    ) -> Result<()> {
-        let Some((name, argv, crash, started)) = receiver else {
+    fn stop_receiver(&mut self, receiver: Option<Background>) -> Result<()> {
+        let Some(Background {
+            name,
+            argv,
+            crash,
+            started,
+        }) = receiver
+        else {
             return Ok(());
         };
         let text = fs::read_to_string(self.case_dir.join(format!("{name}.stdout.txt")))
@@ -607,10 +627,17 @@ impl Recorder<'_> {
     ) -> Result<()> {
         let receiver = self.start_receiver(&format!("{prefix}receiver"), mode, receiver_crash)?;
         if receiver.is_some() {
+            // The dispatcher's own connect/read bound stays inside the step timeout, so a hung
+            // receiver (`--crash-mode hang`) gives a lost reply, not a killed dispatcher.
+            let bound = (self.env.timeout.as_millis() / 2)
+                .clamp(1, 5_000)
+                .to_string();
+            let mut args = words(DISPATCHER);
+            args.extend(words(&["--timeout-ms", &bound]));
             self.run(
                 &format!("{prefix}dispatcher"),
                 "dispatcher",
-                words(DISPATCHER),
+                args,
                 dispatcher_crash,
             )?;
         }
@@ -648,6 +675,7 @@ pub fn run(def: &Case, env: &Env<'_>) -> Result<CaseResult> {
         processes: Vec::new(),
         ran: Vec::new(),
         reaper: process::Reaper(Vec::new()),
+        started: 0,
     };
 
     // The scenario: the business records two intents (a crash armed in the first), a
@@ -917,4 +945,63 @@ pub fn verdict(
         }
     }
     (differences, findings)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn observed() -> Observed {
+        Observed {
+            intents: vec![(1, "K1".into(), "pending".into())],
+            attempts: vec![(1, "K1".into())],
+            receipts: vec![("K1".into(), false)],
+            history: vec!["K1".into()],
+            effects: vec![(1, Some("K1".into()))],
+        }
+    }
+
+    #[test]
+    fn every_committed_shape_of_lab_13_is_checked() {
+        let o = observed();
+        for line in [
+            "intents intent 1 key K1",
+            "intents attempt 1 key K1",
+            "receipts receipt key K1",
+            "history history key K1",
+            "receiver effect 1 key K1",
+        ] {
+            assert_eq!(visible(&o, line), Ok(()), "{line}");
+        }
+        for line in [
+            "intents intent 2 key K2",
+            "intents attempt 2 key K1",
+            "intents key K1 marked unknown: left for reconciliation, not resent",
+            "receipts receipt key K2",
+            "history history key K2",
+            "receiver effect 2 key K1",
+            "receiver something new",
+        ] {
+            assert!(visible(&o, line).is_err(), "{line}");
+        }
+    }
+
+    #[test]
+    fn a_second_effect_is_a_duplicate_and_a_missing_receipt_is_stuck() {
+        let mut o = observed();
+        let j = judge(&o, &[]);
+        assert!(j.no_lost_effect && j.no_duplicate_effect && j.nothing_stuck);
+        o.effects.push((2, Some("K1".into())));
+        let j = judge(&o, &[]);
+        assert!(j.no_lost_effect && !j.no_duplicate_effect);
+        assert_eq!(j.counts.duplicated_effects, 1);
+        o.receipts.clear();
+        o.effects.clear();
+        let j = judge(&o, &[]);
+        assert!(!j.no_lost_effect && !j.nothing_stuck);
+        // Held unknown: neither lost nor stuck, left for reconciliation.
+        o.intents[0].2 = "unknown".into();
+        let j = judge(&o, &[]);
+        assert!(j.no_lost_effect && j.nothing_stuck);
+    }
 }

@@ -213,6 +213,11 @@ pub struct Words {
     pub svg_pass: &'static str,
 }
 
+/// Designs, points and cases in; the differences (each makes the run exit 1) and the
+/// findings out.
+pub type Verdict =
+    fn(&[&'static str], &[&'static str], &[CaseResult]) -> (Vec<String>, Vec<String>);
+
 /// What explore needs to know of a lab: a lab is data, the generator, the parallel runner,
 /// the matrix and the exporters are shared.
 pub struct Plan {
@@ -223,7 +228,7 @@ pub struct Plan {
     /// Run one case as real processes into `env.dir/<case.evidence_dir()>`.
     pub run: fn(&Case, &case::Env<'_>) -> Result<CaseResult>,
     /// Compare the cases with the predictions: (differences, findings).
-    pub verdict: fn(&[&'static str], &[&'static str], &[CaseResult]) -> (Vec<String>, Vec<String>),
+    pub verdict: Verdict,
     pub words: &'static Words,
 }
 
@@ -515,14 +520,14 @@ fn explore(lab: &Lab, plan: &Plan, args: &Args, run: &Run<'_>, dir: &Path) -> Re
             let seen = probe.hits.get(*point).copied().unwrap_or(0);
             if seen == 0 {
                 defs.push(Case {
-                    design: *variant,
+                    design: variant,
                     crash: Some((point, 1)),
                     expect_reached: false,
                 });
             }
             for hit in 1..=seen.min(HITS_MAX) {
                 defs.push(Case {
-                    design: *variant,
+                    design: variant,
                     crash: Some((point, hit)),
                     expect_reached: true,
                 });
