@@ -1,8 +1,10 @@
-//! `crashlab explore`: move the crash point everywhere. For every variant, a probe run counts
-//! how often each point is reached; then every point at every hit `@N` (up to a bound) is a
-//! case run from empty files as real processes, recovered to quiescence and checked end to
-//! end. The matrix (points × invariants) goes to stdout, `explore.json`, `explore.md` and
-//! `explore.svg`; each case's processes and outputs under `cases/`.
+//! `crashlab explore`: move the crash point everywhere. For every design of a lab (lab 14's
+//! variants, lab 13's receiver modes; a `Plan` says what a case of the lab runs and what the
+//! designs predict), a probe run counts how often each point is reached; then every point at
+//! every hit `@N` (up to a bound) is a case run from empty files as real processes, recovered
+//! to quiescence and checked end to end. The matrix (points × invariants) goes to stdout,
+//! `explore.json`, `explore.md` and `explore.svg`; each case's processes and outputs under
+//! `cases/`.
 
 pub mod case;
 pub mod check;
