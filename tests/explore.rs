@@ -27,10 +27,26 @@ fn run(args: &[&str]) -> Ran {
 
 /// `explore 14 ARGS --json --out DIR/out`: the exit code, the report, and the run's directory.
 fn explore(dir: &Path, args: &[&str]) -> (i32, Value, PathBuf) {
+    explore_lab("14", dir, args, None)
+}
+
+/// `explore LAB ARGS --json --out DIR/out`, the children marked with `mark` in their
+/// environment when given.
+fn explore_lab(lab: &str, dir: &Path, args: &[&str], mark: Option<&str>) -> (i32, Value, PathBuf) {
     let out = dir.join("out");
-    let mut all = vec!["explore", "14", "--json", "--out", out.to_str().unwrap()];
+    let mut all = vec!["explore", lab, "--json", "--out", out.to_str().unwrap()];
     all.extend(args);
-    let ran = run(&all);
+    let mut command = crashlab();
+    command.args(&all);
+    if let Some(mark) = mark {
+        command.env("CRASHLAB_TEST_MARK", mark);
+    }
+    let output = command.output().expect("crashlab starts");
+    let ran = Ran {
+        code: output.status.code().expect("crashlab exits, not killed"),
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+    };
     assert!(
         !ran.stderr.contains("panicked"),
         "explore panicked: {}",
@@ -426,8 +442,8 @@ fn bad_input_is_one_line_and_exit_2() {
         ),
         (vec!["explore", "99", "--out", fresh], "unknown lab '99'"),
         (
-            vec!["explore", "13", "--out", fresh],
-            "explore knows lab 14 only",
+            vec!["explore", "13", "--variants", "bogus", "--out", fresh],
+            "unknown mode 'bogus'; known: all, keyed, unkeyed",
         ),
         (
             vec!["explore", "14", "--out", taken.to_str().unwrap()],
@@ -447,4 +463,141 @@ fn bad_input_is_one_line_and_exit_2() {
     }
     // The existing directory was not touched.
     assert_eq!(std::fs::read_dir(&taken).unwrap().count(), 0);
+}
+
+/// Pids of live processes whose environment holds `CRASHLAB_TEST_MARK=<mark>`.
+fn marked_processes(mark: &str) -> Vec<String> {
+    let needle = format!("CRASHLAB_TEST_MARK={mark}");
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if !name.bytes().all(|b| b.is_ascii_digit()) {
+            continue;
+        }
+        let Ok(environ) = std::fs::read(entry.path().join("environ")) else {
+            continue;
+        };
+        let status = std::fs::read_to_string(entry.path().join("status")).unwrap_or_default();
+        if status.contains("State:\tZ") {
+            continue;
+        }
+        if environ.split(|b| *b == 0).any(|v| v == needle.as_bytes()) {
+            found.push(name);
+        }
+    }
+    found
+}
+
+/// Where lab 13's unkeyed receiver must run an intent twice: a crash between the receiver's
+/// effect commit and the dispatcher's receipt commit.
+const UNKEYED_DUPLICATES: [&str; 3] = [
+    "dispatcher.after-response",
+    "dispatcher.before-receipt-commit",
+    "receiver.after-effect-commit",
+];
+
+#[test]
+fn explore_13_keyed_holds_everywhere_and_unkeyed_duplicates_where_predicted() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mark = format!("explore13-{}", std::process::id());
+    let (code, report, out) = explore_lab("13", tmp.path(), &[], Some(&mark));
+    assert_eq!(code, 0, "differences: {}", report["differences"]);
+    assert_eq!(report["ok"], true);
+    assert_eq!(report["lab"], "13-http-dispatch");
+    assert_eq!(report["variants"], serde_json::json!(["keyed", "unkeyed"]));
+
+    for c in cases(&report, "keyed") {
+        let at = format!("keyed {}@{}", c["point"], c["hit"]);
+        match c["status"].as_str().unwrap() {
+            "holds" => {
+                for inv in INVARIANTS {
+                    assert_eq!(c["invariants"][inv], true, "{at}: {inv}");
+                }
+                // One effect per intent, every intent delivered.
+                assert_eq!(c["counts"]["effects"], c["counts"]["intents"], "{at}");
+                assert_eq!(c["counts"]["receipts"], c["counts"]["intents"], "{at}");
+                assert_eq!(c["counts"]["history"], c["counts"]["intents"], "{at}");
+            }
+            "not-reached" => assert!(
+                c["point"].as_str().unwrap().contains("unknown"),
+                "{at}: only the hold-mode points are out of reach"
+            ),
+            other => panic!("{at}: {other}: {}", c["problems"]),
+        }
+    }
+    // Both predicted points that the issue names are among the explored ones.
+    for point in ["dispatcher.after-response", "receiver.after-effect-commit"] {
+        assert!(UNKEYED_DUPLICATES.contains(&point));
+    }
+    let mut duplicated_at = Vec::new();
+    for c in cases(&report, "unkeyed") {
+        let point = c["point"].as_str().unwrap();
+        let at = format!("unkeyed {point}@{}", c["hit"]);
+        if c["status"] == "not-reached" {
+            assert!(point.contains("unknown"), "{at} not reached");
+            continue;
+        }
+        let (effects, intents) = (
+            c["counts"]["effects"].as_i64().unwrap(),
+            c["counts"]["intents"].as_i64().unwrap(),
+        );
+        assert_eq!(c["invariants"]["reached"], true, "{at}");
+        assert_eq!(c["invariants"]["no_lost_effect"], true, "{at}");
+        assert_eq!(c["invariants"]["nothing_stuck"], true, "{at}");
+        assert_eq!(c["invariants"]["acknowledged_durable"], true, "{at}");
+        if UNKEYED_DUPLICATES.contains(&point) {
+            assert_eq!(c["status"], "breaks", "{at}");
+            assert_eq!(c["invariants"]["no_duplicate_effect"], false, "{at}");
+            assert_eq!(effects, intents + 1, "{at}: exactly one intent ran twice");
+            assert_eq!(c["counts"]["duplicated_effects"], 1, "{at}");
+            duplicated_at.push(point.to_string());
+        } else {
+            assert_eq!(c["status"], "holds", "{at}: {}", c["problems"]);
+            assert_eq!(effects, intents, "{at}: one effect per intent");
+        }
+    }
+    for point in UNKEYED_DUPLICATES {
+        assert!(
+            duplicated_at.iter().any(|p| p == point),
+            "unkeyed duplicates at {point}"
+        );
+    }
+    // The receiver's second effect is explored too (the second intent's window).
+    assert!(cases(&report, "unkeyed")
+        .iter()
+        .any(|c| c["point"] == "receiver.after-effect-commit" && c["hit"] == 2));
+
+    for file in ["explore.json", "explore.md", "explore.svg", "manifest.json"] {
+        assert!(out.join(file).is_file(), "{file}");
+    }
+    let md = std::fs::read_to_string(out.join("explore.md")).unwrap();
+    assert!(md.contains("## unkeyed"), "{md}");
+    let case_dir = out.join("cases/unkeyed/dispatcher.after-response@1");
+    let processes = std::fs::read_to_string(case_dir.join("processes.json")).unwrap();
+    assert!(
+        processes.contains("\"receiver\""),
+        "the receiver is recorded"
+    );
+    assert!(!processes.contains(&tmp.path().display().to_string()));
+    // Every receiver and dispatcher was stopped with its case.
+    let alive = marked_processes(&mark);
+    assert!(alive.is_empty(), "processes outlived explore 13: {alive:?}");
+}
+
+#[test]
+fn explore_13_names_a_predicted_duplicate_it_did_not_explore() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (code, report, _out) = explore_lab(
+        "13",
+        tmp.path(),
+        &["--variants", "unkeyed", "--points", "intent"],
+        None,
+    );
+    assert_eq!(code, 1);
+    assert_eq!(report["ok"], false);
+    let differences = report["differences"].to_string();
+    assert!(
+        differences.contains("not explored") && differences.contains("dispatcher.after-response"),
+        "{differences}"
+    );
 }

@@ -53,11 +53,15 @@ pub struct Paths<'a> {
     pub receiver: &'a Path,
 }
 
-fn open_optional(path: &Path, schema: &'static Schema) -> Result<Option<Db>> {
+fn open_optional(path: &Path, schema: &'static Schema, trace: bool) -> Result<Option<Db>> {
     if !path.exists() {
         return Ok(None);
     }
-    store::open(path, schema, Access::Read).map(Some)
+    if trace {
+        store::open(path, schema, Access::Read).map(Some)
+    } else {
+        store::open_traced(path, schema, Access::Read, false).map(Some)
+    }
 }
 
 fn count(db: &Db, path: &Path, sql: &str) -> Result<i64> {
@@ -67,8 +71,14 @@ fn count(db: &Db, path: &Path, sql: &str) -> Result<i64> {
 }
 
 pub fn read(paths: &Paths<'_>) -> Result<State> {
+    read_traced(paths, true)
+}
+
+/// As `read`, without the SQL trace when `trace` is false (the harness reads in its own
+/// process, where stdout is its report).
+pub fn read_traced(paths: &Paths<'_>, trace: bool) -> Result<State> {
     let mut state = State::default();
-    match open_optional(paths.intents, &INTENTS)? {
+    match open_optional(paths.intents, &INTENTS, trace)? {
         Some(db) => {
             let p = paths.intents;
             state.intents = IntentsState {
@@ -88,7 +98,7 @@ pub fn read(paths: &Paths<'_>) -> Result<State> {
         }
         None => state.absent.push("intents"),
     }
-    match open_optional(paths.receipts, &RECEIPTS)? {
+    match open_optional(paths.receipts, &RECEIPTS, trace)? {
         Some(db) => {
             let p = paths.receipts;
             state.receipts = ReceiptsState {
@@ -98,13 +108,13 @@ pub fn read(paths: &Paths<'_>) -> Result<State> {
         }
         None => state.absent.push("receipts"),
     }
-    match open_optional(paths.history, &HISTORY)? {
+    match open_optional(paths.history, &HISTORY, trace)? {
         Some(db) => {
             state.history.history = count(&db, paths.history, "SELECT count(*) FROM history")?;
         }
         None => state.absent.push("history"),
     }
-    match open_optional(paths.receiver, &RECEIVER)? {
+    match open_optional(paths.receiver, &RECEIVER, trace)? {
         Some(db) => {
             let p = paths.receiver;
             state.receiver = ReceiverState {

@@ -12,7 +12,7 @@ use serde::Serialize;
 use crate::crash::{self, Mode};
 use crate::fail;
 use crate::lab::evidence::{self, Process};
-use crate::lab::explore::check::{self, Counts, Invariant};
+use crate::lab::explore::check::{self, CaseCounts, Invariant};
 use crate::lab::explore::state;
 use crate::lab::files;
 use crate::lab::process;
@@ -93,7 +93,7 @@ pub struct CaseResult {
     pub expect_reached: bool,
     pub status: Status,
     pub invariants: Invariants,
-    pub counts: Counts,
+    pub counts: CaseCounts,
     /// The crashed step's exit status (128 + signal for a signal).
     pub crash_exit: Option<i32>,
     /// Hits of every point in the scenario's processes: `(point, hits)`.
@@ -409,7 +409,7 @@ pub fn run(def: &CaseDef, env: &Env<'_>) -> Result<CaseResult> {
     let rows = files::snapshot(work.path(), DATABASES, &rel, "final")?;
     evidence::write_json(&case_dir, evidence::DATABASE_FILES, &rows)?;
     if matches!(status, Status::Breaks | Status::Error) {
-        keep_databases(work.path(), &case_dir.join("db"))?;
+        keep_databases(work.path(), &case_dir.join("db"), DATABASES)?;
     }
     let result = CaseResult {
         variant: def.variant.name(),
@@ -418,7 +418,7 @@ pub fn run(def: &CaseDef, env: &Env<'_>) -> Result<CaseResult> {
         expect_reached: def.expect_reached,
         status,
         invariants,
-        counts: judgement.counts,
+        counts: CaseCounts::Outbox(judgement.counts),
         crash_exit,
         hits,
         recovery_rounds: rounds,
@@ -439,9 +439,14 @@ impl CaseDef {
 
 /// The highest `POINT <name> #<n>` of every point, over the scenario's processes.
 fn hits(ran: &[Ran]) -> BTreeMap<String, u32> {
+    point_hits(ran.iter().map(|r| r.stdout.as_str()))
+}
+
+/// The highest `POINT <name> #<n>` of every point, over the given stdouts.
+pub fn point_hits<'a>(stdouts: impl Iterator<Item = &'a str>) -> BTreeMap<String, u32> {
     let mut hits: BTreeMap<String, u32> = BTreeMap::new();
-    for r in ran {
-        for line in r.stdout.lines() {
+    for stdout in stdouts {
+        for line in stdout.lines() {
             let Some(rest) = line.strip_prefix("POINT ") else {
                 continue;
             };
@@ -457,9 +462,9 @@ fn hits(ran: &[Ran]) -> BTreeMap<String, u32> {
 }
 
 /// Keep a broken case's files for `sqlite3`: the databases and their side files.
-fn keep_databases(work: &Path, to: &PathBuf) -> Result<()> {
+pub fn keep_databases(work: &Path, to: &PathBuf, databases: &[&str]) -> Result<()> {
     fs::create_dir_all(to).with_context(|| format!("creating {}", to.display()))?;
-    for db in DATABASES {
+    for db in databases {
         for suffix in std::iter::once(&"").chain(files::SIDE_SUFFIXES) {
             let name = format!("{db}{suffix}");
             let from = work.join(&name);

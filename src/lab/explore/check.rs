@@ -98,16 +98,29 @@ pub struct Counts {
     pub acknowledged_commits: i64,
 }
 
-impl Counts {
-    pub fn add(&mut self, other: &Counts) {
-        self.deliveries += other.deliveries;
-        self.claims += other.claims;
-        self.effects_applied += other.effects_applied;
-        self.duplicates_suppressed += other.duplicates_suppressed;
-        self.lost_effects += other.lost_effects;
-        self.duplicated_effects += other.duplicated_effects;
-        self.lost_messages += other.lost_messages;
-        self.acknowledged_commits += other.acknowledged_commits;
+/// A case's counts, as its lab counts them (`explore.json` shows the fields alone).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(untagged)]
+pub enum CaseCounts {
+    Outbox(Counts),
+    Dispatch(crate::lab::explore::dispatch::Counts),
+}
+
+impl CaseCounts {
+    /// The values in the order of the lab's `Words::count_titles`.
+    pub fn values(&self) -> Vec<i64> {
+        match self {
+            CaseCounts::Outbox(c) => vec![
+                c.deliveries,
+                c.claims,
+                c.effects_applied,
+                c.duplicates_suppressed,
+                c.lost_effects,
+                c.duplicated_effects,
+                c.lost_messages,
+            ],
+            CaseCounts::Dispatch(c) => c.values().to_vec(),
+        }
     }
 }
 

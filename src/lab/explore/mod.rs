@@ -1,11 +1,14 @@
-//! `crashlab explore`: move the crash point everywhere. For every variant, a probe run counts
-//! how often each point is reached; then every point at every hit `@N` (up to a bound) is a
-//! case run from empty files as real processes, recovered to quiescence and checked end to
-//! end. The matrix (points × invariants) goes to stdout, `explore.json`, `explore.md` and
-//! `explore.svg`; each case's processes and outputs under `cases/`.
+//! `crashlab explore`: move the crash point everywhere. For every design of a lab (lab 14's
+//! variants, lab 13's receiver modes; a `Plan` says what a case of the lab runs and what the
+//! designs predict), a probe run counts how often each point is reached; then every point at
+//! every hit `@N` (up to a bound) is a case run from empty files as real processes, recovered
+//! to quiescence and checked end to end. The matrix (points × invariants) goes to stdout,
+//! `explore.json`, `explore.md` and `explore.svg`; each case's processes and outputs under
+//! `cases/`.
 
 pub mod case;
 pub mod check;
+pub mod dispatch;
 pub mod export;
 pub mod state;
 
@@ -30,10 +33,11 @@ use check::Invariant;
 /// `crashlab explore LAB …`
 #[derive(ClapArgs, Debug)]
 pub struct Args {
-    /// The lab to explore (14)
+    /// The lab to explore (14 or 13)
     pub lab: String,
-    /// Designs to explore: `all`, or names separated by commas (correct, mark-before-send,
-    /// memory-inbox, split-inbox-tx, ack-before-apply)
+    /// Designs to explore: `all`, or names separated by commas (lab 14: correct,
+    /// mark-before-send, memory-inbox, split-inbox-tx, ack-before-apply; lab 13: the receiver
+    /// modes keyed, unkeyed)
     #[arg(long, default_value = "all", value_name = "all|NAME,...")]
     pub variants: String,
     /// Only these points: names or phases separated by commas (default: every point)
@@ -158,28 +162,130 @@ pub fn prediction(variant: Variant) -> Option<&'static Prediction> {
     PREDICTIONS.iter().find(|p| p.variant == variant.name())
 }
 
-/// `all` or `NAME,NAME`: known names only, each once, in the order of `Variant::ALL`.
-pub fn parse_variants(spec: &str) -> Result<Vec<Variant>> {
+/// `all` or `NAME,NAME`: known names only, each once, in the order of the plan's designs.
+pub fn parse_designs(plan: &Plan, spec: &str) -> Result<Vec<&'static str>> {
+    let all = (plan.designs)();
     if spec == "all" {
-        return Ok(Variant::ALL.to_vec());
+        return Ok(all);
     }
     let mut chosen = Vec::new();
     for name in spec.split(',').map(str::trim) {
-        let variant = Variant::from_name(name).ok_or_else(|| {
-            let known: Vec<&str> = Variant::ALL.iter().map(|v| v.name()).collect();
-            fail::usage(format!(
-                "unknown variant '{name}'; known: all, {}",
-                known.join(", ")
-            ))
-        })?;
-        if !chosen.contains(&variant) {
-            chosen.push(variant);
+        let Some(design) = all.iter().find(|d| **d == name) else {
+            return Err(fail::usage(format!(
+                "unknown {} '{name}'; known: all, {}",
+                plan.design_word,
+                all.join(", ")
+            )));
+        };
+        if !chosen.contains(design) {
+            chosen.push(*design);
         }
     }
-    Ok(Variant::ALL
-        .into_iter()
-        .filter(|v| chosen.contains(v))
-        .collect())
+    Ok(all.into_iter().filter(|d| chosen.contains(d)).collect())
+}
+
+/// One case of any lab: a design (lab 14's variant, lab 13's receiver mode), the crash (None
+/// for the probe that counts hits), and whether the probe saw the point reached `hit` times.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Case {
+    pub design: &'static str,
+    pub crash: Option<(&'static str, u32)>,
+    pub expect_reached: bool,
+}
+
+impl Case {
+    /// `cases/<design>/<point>@<hit>`, or `cases/<design>/probe`.
+    pub fn evidence_dir(&self) -> String {
+        match self.crash {
+            Some((point, hit)) => format!("cases/{}/{point}@{hit}", self.design),
+            None => format!("cases/{}/probe", self.design),
+        }
+    }
+}
+
+/// The words the exporters use that differ from lab to lab.
+#[derive(Debug)]
+pub struct Words {
+    /// The count columns, in the order of `CaseCounts::values`.
+    pub count_titles: &'static [&'static str],
+    /// The table's legend under the blocks.
+    pub legend: &'static str,
+    /// The verdict line of a passing run (table and markdown; the picture's own below).
+    pub pass: &'static str,
+    pub svg_pass: &'static str,
+}
+
+/// Designs, points and cases in; the differences (each makes the run exit 1) and the
+/// findings out.
+pub type Verdict =
+    fn(&[&'static str], &[&'static str], &[CaseResult]) -> (Vec<String>, Vec<String>);
+
+/// What explore needs to know of a lab: a lab is data, the generator, the parallel runner,
+/// the matrix and the exporters are shared.
+pub struct Plan {
+    /// `variant` (lab 14) or `mode` (lab 13): how usage errors name a design.
+    pub design_word: &'static str,
+    pub designs: fn() -> Vec<&'static str>,
+    pub predictions: &'static [Prediction],
+    /// Run one case as real processes into `env.dir/<case.evidence_dir()>`.
+    pub run: fn(&Case, &case::Env<'_>) -> Result<CaseResult>,
+    /// Compare the cases with the predictions: (differences, findings).
+    pub verdict: Verdict,
+    pub words: &'static Words,
+}
+
+/// Lab 14: the correct design and its four broken variants.
+pub static PLAN14: Plan = Plan {
+    design_word: "variant",
+    designs: || Variant::ALL.iter().map(|v| v.name()).collect(),
+    predictions: PREDICTIONS,
+    run: |c, env| {
+        let variant = Variant::from_name(c.design).expect("a design of lab 14 is a variant");
+        case::run(
+            &CaseDef {
+                variant,
+                crash: c.crash,
+                expect_reached: c.expect_reached,
+            },
+            env,
+        )
+    },
+    verdict: |designs, points, cases| {
+        let variants: Vec<Variant> = designs
+            .iter()
+            .filter_map(|d| Variant::from_name(d))
+            .collect();
+        verdict(&variants, points, cases)
+    },
+    words: &WORDS14,
+};
+
+static WORDS14: Words = Words {
+    count_titles: &[
+        "deliveries",
+        "claims",
+        "applied",
+        "suppressed",
+        "lost",
+        "duplicated",
+        "lost msgs",
+    ],
+    legend: "cells: ok N = held in N cases (one per hit @N); BREAKS b/n = broke in b of n; * = the design predicts a break here\n\
+         no-lost: every committed contract credited; no-dup: credited once, nothing else; no-stuck: nothing pending after recovery;\n\
+         ack=>dur: every COMMITTED line printed is in the files; counts are summed over the hits",
+    pass: "PASS: the correct design holds everywhere and every variant shows its predicted violation",
+    svg_pass: "PASS: the correct design holds everywhere; every variant shows its predicted violation",
+};
+
+/// The plan of a lab explore knows.
+pub fn plan(lab: &Lab) -> Result<&'static Plan> {
+    match lab.id {
+        "14" => Ok(&PLAN14),
+        "13" => Ok(&dispatch::PLAN),
+        other => Err(fail::usage(format!(
+            "explore knows labs 14 and 13, not lab {other}"
+        ))),
+    }
 }
 
 /// The points to explore: every point of the lab, or those named (by name or by phase).
@@ -241,17 +347,15 @@ pub struct Report {
     pub processes: usize,
     pub wall_ms: f64,
     pub cases_per_s: f64,
+    /// The lab's words for the exporters.
+    #[serde(skip)]
+    pub words: &'static Words,
 }
 
 pub fn command(args: &Args, recorded: Vec<String>) -> Result<i32> {
     let lab = crate::lab::find(&args.lab)?;
-    if lab.id != "14" {
-        return Err(fail::usage(format!(
-            "explore knows lab 14 only, not lab {}",
-            lab.id
-        )));
-    }
-    let variants = parse_variants(&args.variants)?;
+    let plan = plan(lab)?;
+    let variants = parse_designs(plan, &args.variants)?;
     let points = parse_points(lab, args.points.as_deref())?;
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let jobs = args.jobs.unwrap_or(cores);
@@ -286,7 +390,7 @@ pub fn command(args: &Args, recorded: Vec<String>) -> Result<i32> {
         work_fs,
         command,
     };
-    let report = match explore(lab, args, &run, &partial) {
+    let report = match explore(lab, plan, args, &run, &partial) {
         Ok(report) => report,
         Err(e) => {
             return Err(e.context(format!(
@@ -311,7 +415,8 @@ pub fn command(args: &Args, recorded: Vec<String>) -> Result<i32> {
 
 /// Run `defs` on `jobs` threads; results come back in the order of `defs`.
 fn run_all(
-    defs: &[CaseDef],
+    plan: &Plan,
+    defs: &[Case],
     env: &case::Env<'_>,
     jobs: usize,
     bar: &indicatif::ProgressBar,
@@ -328,7 +433,7 @@ fn run_all(
                     if i >= defs.len() {
                         break;
                     }
-                    let result = case::run(&defs[i], env);
+                    let result = (plan.run)(&defs[i], env);
                     bar.inc(1);
                     results.lock().unwrap_or_else(|p| p.into_inner())[i] = Some(result);
                 }
@@ -365,7 +470,7 @@ fn progress(len: usize) -> indicatif::ProgressBar {
 
 /// What `command` resolved from the arguments.
 struct Run<'a> {
-    variants: &'a [Variant],
+    variants: &'a [&'static str],
     points: &'a [&'static str],
     jobs: usize,
     root: &'a Path,
@@ -373,7 +478,7 @@ struct Run<'a> {
     command: Vec<String>,
 }
 
-fn explore(lab: &Lab, args: &Args, run: &Run<'_>, dir: &Path) -> Result<Report> {
+fn explore(lab: &Lab, plan: &Plan, args: &Args, run: &Run<'_>, dir: &Path) -> Result<Report> {
     let (variants, points, jobs) = (run.variants, run.points, run.jobs);
     let started = Instant::now();
     let exe = std::env::current_exe().context("locating the crashlab binary")?;
@@ -386,17 +491,17 @@ fn explore(lab: &Lab, args: &Args, run: &Run<'_>, dir: &Path) -> Result<Report> 
     };
 
     // Probes: every variant once without a crash, to count the hits of every point.
-    let probe_defs: Vec<CaseDef> = variants
+    let probe_defs: Vec<Case> = variants
         .iter()
-        .map(|&variant| CaseDef {
-            variant,
+        .map(|&design| Case {
+            design,
             crash: None,
             expect_reached: false,
         })
         .collect();
     let bar = progress(probe_defs.len());
     bar.set_prefix("probes");
-    let probe_results = run_all(&probe_defs, &env, jobs, &bar)?;
+    let probe_results = run_all(plan, &probe_defs, &env, jobs, &bar)?;
     bar.finish_and_clear();
     let mut differences = Vec::new();
     for p in &probe_results {
@@ -416,15 +521,15 @@ fn explore(lab: &Lab, args: &Args, run: &Run<'_>, dir: &Path) -> Result<Report> 
         for point in points {
             let seen = probe.hits.get(*point).copied().unwrap_or(0);
             if seen == 0 {
-                defs.push(CaseDef {
-                    variant: *variant,
+                defs.push(Case {
+                    design: variant,
                     crash: Some((point, 1)),
                     expect_reached: false,
                 });
             }
             for hit in 1..=seen.min(HITS_MAX) {
-                defs.push(CaseDef {
-                    variant: *variant,
+                defs.push(Case {
+                    design: variant,
                     crash: Some((point, hit)),
                     expect_reached: true,
                 });
@@ -433,10 +538,10 @@ fn explore(lab: &Lab, args: &Args, run: &Run<'_>, dir: &Path) -> Result<Report> 
     }
     let bar = progress(defs.len());
     bar.set_prefix("cases");
-    let cases = run_all(&defs, &env, jobs, &bar)?;
+    let cases = run_all(plan, &defs, &env, jobs, &bar)?;
     bar.finish_and_clear();
 
-    let (more, findings) = verdict(variants, points, &cases);
+    let (more, findings) = (plan.verdict)(variants, points, &cases);
     differences.extend(more);
     let processes = cases.iter().map(|c| c.processes).sum::<usize>()
         + probe_results.iter().map(|c| c.processes).sum::<usize>();
@@ -451,20 +556,18 @@ fn explore(lab: &Lab, args: &Args, run: &Run<'_>, dir: &Path) -> Result<Report> 
         jobs,
         work_fs: run.work_fs.clone(),
         hits_max: HITS_MAX,
-        variants: variants.iter().map(|v| v.name()).collect(),
+        variants: variants.to_vec(),
         points: points.to_vec(),
-        predictions: PREDICTIONS
+        predictions: plan
+            .predictions
             .iter()
-            .filter(|p| variants.iter().any(|v| v.name() == p.variant))
+            .filter(|p| variants.contains(&p.variant))
             .copied()
             .collect(),
         probes: variants
             .iter()
             .zip(probe_results)
-            .map(|(v, result)| Probe {
-                variant: v.name(),
-                result,
-            })
+            .map(|(v, result)| Probe { variant: v, result })
             .collect(),
         ok: differences.is_empty(),
         differences,
@@ -473,6 +576,7 @@ fn explore(lab: &Lab, args: &Args, run: &Run<'_>, dir: &Path) -> Result<Report> 
         wall_ms: 0.0,
         cases_per_s: 0.0,
         cases,
+        words: plan.words,
     };
     // The time covers probes, cases and their evidence; the exports after it are small.
     report.wall_ms = (wall_s * 1e6).round() / 1000.0;
@@ -500,22 +604,8 @@ fn verdict(
     points: &[&'static str],
     cases: &[CaseResult],
 ) -> (Vec<String>, Vec<String>) {
-    let mut differences = Vec::new();
+    let mut differences = unproven(cases);
     let mut findings = Vec::new();
-    for c in cases {
-        let at = format!("{} at {}@{}", c.variant, c.point.unwrap_or("?"), c.hit);
-        match c.status {
-            Status::Error => differences.push(format!("{at}: error: {}", c.problems.join("; "))),
-            Status::NotReached if !c.problems.is_empty() => {
-                differences.push(format!("{at}: {}", c.problems.join("; ")))
-            }
-            Status::Breaks if c.invariants.reached == Some(false) => differences.push(format!(
-                "{at}: the crash was not proven: {}",
-                c.problems.join("; ")
-            )),
-            _ => {}
-        }
-    }
     for variant in variants {
         let mine: Vec<&CaseResult> = cases
             .iter()
@@ -597,4 +687,24 @@ fn verdict(
         }
     }
     (differences, findings)
+}
+
+/// The cases that say nothing (an error) or whose crash was not proven: each is a difference.
+pub fn unproven(cases: &[CaseResult]) -> Vec<String> {
+    let mut differences = Vec::new();
+    for c in cases {
+        let at = format!("{} at {}@{}", c.variant, c.point.unwrap_or("?"), c.hit);
+        match c.status {
+            Status::Error => differences.push(format!("{at}: error: {}", c.problems.join("; "))),
+            Status::NotReached if !c.problems.is_empty() => {
+                differences.push(format!("{at}: {}", c.problems.join("; ")))
+            }
+            Status::Breaks if c.invariants.reached == Some(false) => differences.push(format!(
+                "{at}: the crash was not proven: {}",
+                c.problems.join("; ")
+            )),
+            _ => {}
+        }
+    }
+    differences
 }

@@ -3,7 +3,7 @@
 use std::fmt::Write;
 
 use crate::lab::explore::check::Invariant;
-use crate::lab::explore::export::{count_values, matrix, summary, Colour, COUNT_TITLES};
+use crate::lab::explore::export::{matrix, summary, Colour};
 use crate::lab::explore::Report;
 use crate::lab::Lab;
 
@@ -40,15 +40,23 @@ pub fn render(lab: &Lab, report: &Report) -> String {
         for inv in Invariant::ALL {
             let _ = write!(s, " {} |", inv.title());
         }
-        for title in COUNT_TITLES {
+        for title in report.words.count_titles {
             let _ = write!(s, " {title} |");
         }
         let _ = writeln!(s);
-        let _ = writeln!(s, "|---|---:|{}", "---|".repeat(5) + &"---:|".repeat(7));
+        let _ = writeln!(
+            s,
+            "|---|---:|{}",
+            "---|".repeat(5) + &"---:|".repeat(report.words.count_titles.len())
+        );
         for row in &block.rows {
             let _ = write!(s, "| `{}` | {} |", row.point, row.probe_hits);
             if row.cells[0].colour() == Colour::NotReached {
-                let _ = writeln!(s, " not reached |{}", " |".repeat(11));
+                let _ = writeln!(
+                    s,
+                    " not reached |{}",
+                    " |".repeat(4 + report.words.count_titles.len())
+                );
                 continue;
             }
             for cell in &row.cells {
@@ -61,7 +69,7 @@ pub fn render(lab: &Lab, report: &Report) -> String {
                     let _ = write!(s, " {text} |");
                 }
             }
-            for v in count_values(&row.counts) {
+            for v in &row.counts {
                 let _ = write!(s, " {v} |");
             }
             let _ = writeln!(s);
@@ -80,7 +88,7 @@ pub fn render(lab: &Lab, report: &Report) -> String {
         s,
         "\n**{}**",
         if report.ok {
-            "PASS: the correct design holds everywhere and every variant shows its predicted violation"
+            report.words.pass
         } else {
             "FAIL: the run differs from what the designs predict"
         }

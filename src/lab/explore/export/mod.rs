@@ -7,7 +7,7 @@ pub mod svg;
 pub mod table;
 
 use crate::lab::explore::case::{CaseResult, Status};
-use crate::lab::explore::check::{Counts, Invariant};
+use crate::lab::explore::check::Invariant;
 use crate::lab::explore::Report;
 
 /// One invariant over the cases of one point.
@@ -62,7 +62,8 @@ pub struct Row {
     /// How many times the probe reached the point.
     pub probe_hits: u32,
     pub cells: [Cell; 5],
-    pub counts: Counts,
+    /// Summed over the judged cases, in the order of the lab's count titles.
+    pub counts: Vec<i64>,
 }
 
 /// One variant's rows.
@@ -92,7 +93,7 @@ pub fn matrix(report: &Report) -> Vec<Block> {
                     let cases: Vec<&&CaseResult> =
                         mine.iter().filter(|c| c.point == Some(*point)).collect();
                     let mut cells = [Cell::default(); 5];
-                    let mut counts = Counts::default();
+                    let mut counts = vec![0; report.words.count_titles.len()];
                     for (cell, inv) in cells.iter_mut().zip(Invariant::ALL) {
                         cell.predicted = report.predictions.iter().any(|p| {
                             p.variant == *variant && p.point == *point && p.invariant == inv
@@ -109,7 +110,9 @@ pub fn matrix(report: &Report) -> Vec<Block> {
                     }
                     for c in &cases {
                         if matches!(c.status, Status::Holds | Status::Breaks) {
-                            counts.add(&c.counts);
+                            for (sum, v) in counts.iter_mut().zip(c.counts.values()) {
+                                *sum += v;
+                            }
                         }
                     }
                     Row {
@@ -140,27 +143,4 @@ pub fn summary(block: &Block) -> String {
     } else {
         format!("{} of {} cases break", block.broken_cases, block.cases)
     }
-}
-
-/// The count columns, in table order.
-pub const COUNT_TITLES: [&str; 7] = [
-    "deliveries",
-    "claims",
-    "applied",
-    "suppressed",
-    "lost",
-    "duplicated",
-    "lost msgs",
-];
-
-pub fn count_values(c: &Counts) -> [i64; 7] {
-    [
-        c.deliveries,
-        c.claims,
-        c.effects_applied,
-        c.duplicates_suppressed,
-        c.lost_effects,
-        c.duplicated_effects,
-        c.lost_messages,
-    ]
 }

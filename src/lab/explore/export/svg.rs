@@ -184,7 +184,7 @@ pub fn render(report: &Report) -> String {
     // Verdict.
     let mut y = foot;
     let verdict = if report.ok {
-        "PASS: the correct design holds everywhere; every variant shows its predicted violation"
+        report.words.svg_pass
     } else {
         "FAIL: the run differs from what the designs predict"
     };

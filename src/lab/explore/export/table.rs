@@ -4,7 +4,7 @@ use std::fmt::Write;
 use std::path::Path;
 
 use crate::lab::explore::check::Invariant;
-use crate::lab::explore::export::{count_values, matrix, summary, Colour, COUNT_TITLES};
+use crate::lab::explore::export::{matrix, summary, Colour};
 use crate::lab::explore::Report;
 use crate::lab::Lab;
 
@@ -36,7 +36,7 @@ pub fn render(lab: &Lab, report: &Report, out: &Path) -> String {
         for inv in Invariant::ALL {
             let _ = write!(s, " {:>11}", inv.short());
         }
-        for title in COUNT_TITLES {
+        for title in report.words.count_titles {
             let _ = write!(s, " {title:>10}");
         }
         let _ = writeln!(s);
@@ -50,27 +50,19 @@ pub fn render(lab: &Lab, report: &Report, out: &Path) -> String {
                 let mark = if cell.predicted { "*" } else { "" };
                 let _ = write!(s, " {:>11}", format!("{mark}{}", cell.text()));
             }
-            for v in count_values(&row.counts) {
+            for v in &row.counts {
                 let _ = write!(s, " {v:>10}");
             }
             let _ = writeln!(s);
         }
     }
     let _ = writeln!(s);
-    let _ = writeln!(
-        s,
-        "cells: ok N = held in N cases (one per hit @N); BREAKS b/n = broke in b of n; * = the design predicts a break here\n\
-         no-lost: every committed contract credited; no-dup: credited once, nothing else; no-stuck: nothing pending after recovery;\n\
-         ack=>dur: every COMMITTED line printed is in the files; counts are summed over the hits"
-    );
+    let _ = writeln!(s, "{}", report.words.legend);
     for finding in &report.findings {
         let _ = writeln!(s, "  {finding}");
     }
     if report.ok {
-        let _ = writeln!(
-            s,
-            "PASS: the correct design holds everywhere and every variant shows its predicted violation"
-        );
+        let _ = writeln!(s, "{}", report.words.pass);
     } else {
         for d in &report.differences {
             let _ = writeln!(s, "  differs: {d}");
