@@ -1,13 +1,18 @@
 #!/usr/bin/env bash
 # Build crashlab and run one lab's driver: bash run-lab.sh 14 [--out DIR] [driver arguments]
-# The default DIR is target/lab/<lab>-<UTC time>; an existing DIR is refused (exit 2).
+# The default DIR is target/lab/<lab>-<UTC time> in this checkout; a relative --out DIR is
+# taken from the directory you run the script in. An existing DIR is refused (exit 2).
 set -euo pipefail
-cd "$(dirname "$0")"
+repo=$(cd "$(dirname "$0")" && pwd)
 if [ $# -lt 1 ]; then
   echo "usage: bash run-lab.sh LAB [--out DIR] [driver arguments]   (LAB: 14 or 13)" >&2
   exit 2
 fi
 lab=$1
 shift
-cargo build --release --locked --quiet
-exec target/release/crashlab driver "$lab" "$@"
+(cd "$repo" && cargo build --release --locked --quiet)
+case " $* " in
+  *" --out "* | *" --out="*) ;;
+  *) cd "$repo" ;;
+esac
+exec "$repo/target/release/crashlab" driver "$lab" "$@"

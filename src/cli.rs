@@ -41,14 +41,14 @@ pub enum Command {
     Sender {
         #[arg(long, value_name = "FILE")]
         db: PathBuf,
-        #[arg(long, requires_all = ["amount", "message"], conflicts_with = "generate")]
+        #[arg(long, conflicts_with = "generate")]
         contract: Option<String>,
-        #[arg(long, value_parser = parse_amount)]
+        #[arg(long, value_parser = parse_amount, allow_negative_numbers = true)]
         amount: Option<i64>,
         #[arg(long)]
         message: Option<String>,
         /// Write N generated contracts (C000001…, M000001…), amounts from --seed
-        #[arg(long, value_name = "N", required_unless_present = "contract")]
+        #[arg(long, value_name = "N")]
         generate: Option<usize>,
         #[arg(long, default_value_t = 1)]
         seed: u64,
@@ -103,7 +103,7 @@ pub enum Command {
         message: String,
         #[arg(long, default_value = "R1")]
         contract: String,
-        #[arg(long, value_parser = parse_amount)]
+        #[arg(long, value_parser = parse_amount, allow_negative_numbers = true)]
         amount: i64,
         #[command(flatten)]
         crash: CrashArgs,

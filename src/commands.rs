@@ -416,14 +416,6 @@ pub fn dispatch(command: Command) -> Result<i32> {
 pub fn recorded_args() -> Vec<String> {
     std::env::args()
         .skip(1)
-        .map(|arg| {
-            let path = std::path::Path::new(&arg);
-            if path.is_absolute() {
-                path.file_name()
-                    .map_or("/".to_string(), |n| n.to_string_lossy().into_owned())
-            } else {
-                arg
-            }
-        })
+        .map(|arg| lab::evidence::recorded_path(std::path::Path::new(&arg)))
         .collect()
 }

@@ -17,7 +17,10 @@ mod store;
 use clap::Parser;
 
 fn main() {
-    let cli = cli::Cli::parse();
+    let cli = match cli::Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(error) => usage_error(error),
+    };
     store::set_trace(!cli.no_trace);
     let code = match commands::dispatch(cli.command) {
         Ok(code) => code,
@@ -29,4 +32,26 @@ fn main() {
     };
     out::flush();
     std::process::exit(code);
+}
+
+/// Help and version print as clap prints them; every other argument error is one line on
+/// stderr, `crashlab: …`, and exit 2, like every other error of the tool.
+fn usage_error(error: clap::Error) -> ! {
+    use clap::error::ErrorKind;
+    if matches!(
+        error.kind(),
+        ErrorKind::DisplayHelp
+            | ErrorKind::DisplayVersion
+            | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+    ) {
+        error.exit();
+    }
+    let text = error.render().to_string();
+    let first = text
+        .lines()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("invalid arguments");
+    let first = first.strip_prefix("error: ").unwrap_or(first);
+    eprintln!("crashlab: {first} (see crashlab --help)");
+    std::process::exit(fail::EXIT_USAGE);
 }

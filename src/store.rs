@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use anyhow::{Context, Result};
+use rusqlite::config::DbConfig;
 use rusqlite::trace::{TraceEvent, TraceEventCodes};
 use rusqlite::{Connection, ErrorCode, OpenFlags};
 
@@ -119,7 +120,17 @@ pub fn open_traced(
     // header), so a foreign file is refused byte for byte as it was.
     conn.busy_timeout(Duration::from_millis(BUSY_TIMEOUT_MS))
         .map_err(|e| explain(e, schema.db, &shown))?;
+    // Until the file is known to be ours, closing must not checkpoint a WAL into it: a
+    // refused file stays byte for byte as it was (its -shm index aside).
+    if !read_only {
+        conn.set_db_config(DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, true)
+            .map_err(|e| explain(e, schema.db, &shown))?;
+    }
     let empty = check_schema(&conn, schema, read_only, &shown)?;
+    if !read_only {
+        conn.set_db_config(DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, false)
+            .map_err(|e| explain(e, schema.db, &shown))?;
+    }
     pin_pragmas(&conn, read_only).map_err(|e| explain(e, schema.db, &shown))?;
     if empty {
         create_schema(&conn, schema).map_err(|e| explain(e, schema.db, &shown))?;
@@ -156,7 +167,19 @@ pub fn explain(error: rusqlite::Error, db: &str, shown: &str) -> anyhow::Error {
             "{db} database {shown} stayed locked past the {BUSY_TIMEOUT_MS} ms busy timeout"
         )),
         Some(ErrorCode::ReadOnly) => fail::usage(format!("{db} database {shown} is read-only")),
-        _ => anyhow::Error::new(error).context(format!("{db} database {shown}")),
+        Some(ErrorCode::DatabaseCorrupt) => fail::usage(format!(
+            "{db} database {shown} is corrupt (database disk image is malformed)"
+        )),
+        _ => {
+            // rusqlite's text repeats SQLite's message after the code; keep SQLite's once.
+            let message = match &error {
+                rusqlite::Error::SqliteFailure(e, Some(text)) => {
+                    format!("{text} (SQLite code {})", e.extended_code)
+                }
+                other => other.to_string(),
+            };
+            anyhow::anyhow!("{db} database {shown}: {message}")
+        }
     }
 }
 

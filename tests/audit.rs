@@ -245,9 +245,19 @@ fn malformed_truncated_and_foreign_directories_fail_cleanly() {
     assert_eq!(code, 1);
     assert!(out.contains("manifest.json: missing"), "{out}");
 
-    let (code, out) = audit(&scratch.path().join("nowhere"), &[]);
-    assert_eq!(code, 1);
-    assert!(out.contains("not a directory"), "{out}");
+    // A path that does not exist is a usage error; a file is no evidence directory.
+    let nowhere = scratch.path().join("nowhere");
+    let out = crashlab(Path::new("."), &["audit", nowhere.to_str().unwrap()]);
+    assert_eq!(common::code(&out), 2);
+    assert!(stderr(&out).contains("does not exist"), "{}", stderr(&out));
+    let file = scratch.path().join("file.txt");
+    fs::write(&file, "not evidence").unwrap();
+    let (code_file, out) = audit(&file, &[]);
+    assert_eq!(code_file, 1);
+    assert!(
+        out.contains("not a directory") && out.contains("FAIL: 1 problem"),
+        "{out}"
+    );
 
     let dir = scratch.path().join("lab");
     copy_dir(&archive(), &dir);

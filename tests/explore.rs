@@ -1,6 +1,9 @@
 //! `crashlab explore` end to end: the built binary, real child processes, real SQLite files.
 //! No timing is asserted: the machine may be shared.
 
+mod common;
+use common::marked_processes;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -463,29 +466,6 @@ fn bad_input_is_one_line_and_exit_2() {
     }
     // The existing directory was not touched.
     assert_eq!(std::fs::read_dir(&taken).unwrap().count(), 0);
-}
-
-/// Pids of live processes whose environment holds `CRASHLAB_TEST_MARK=<mark>`.
-fn marked_processes(mark: &str) -> Vec<String> {
-    let needle = format!("CRASHLAB_TEST_MARK={mark}");
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let name = entry.file_name().to_string_lossy().into_owned();
-        if !name.bytes().all(|b| b.is_ascii_digit()) {
-            continue;
-        }
-        let Ok(environ) = std::fs::read(entry.path().join("environ")) else {
-            continue;
-        };
-        let status = std::fs::read_to_string(entry.path().join("status")).unwrap_or_default();
-        if status.contains("State:\tZ") {
-            continue;
-        }
-        if environ.split(|b| *b == 0).any(|v| v == needle.as_bytes()) {
-            found.push(name);
-        }
-    }
-    found
 }
 
 /// Where lab 13's unkeyed receiver must run an intent twice: a crash between the receiver's

@@ -1,6 +1,9 @@
 //! Lab 13 end to end: the built binary as real processes, real HTTP on 127.0.0.1, real
 //! SQLite files. No timing assertions: every wait is bounded and only its outcome counts.
 
+mod common;
+use common::marked_processes;
+
 use std::fs;
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -247,29 +250,6 @@ fn every_scenario_ends_with_its_counts_and_no_process_outlives_the_run() {
     // Every child inherited the mark; none may be alive now.
     let alive = marked_processes(&mark);
     assert!(alive.is_empty(), "processes outlived the run: {alive:?}");
-}
-
-/// Pids of live processes whose environment holds `mark`.
-fn marked_processes(mark: &str) -> Vec<String> {
-    let needle = format!("CRASHLAB_TEST_MARK={mark}");
-    let mut found = Vec::new();
-    for entry in fs::read_dir("/proc").unwrap().flatten() {
-        let name = entry.file_name().to_string_lossy().into_owned();
-        if !name.bytes().all(|b| b.is_ascii_digit()) {
-            continue;
-        }
-        let Ok(environ) = fs::read(entry.path().join("environ")) else {
-            continue;
-        };
-        let status = fs::read_to_string(entry.path().join("status")).unwrap_or_default();
-        if status.contains("State:\tZ") {
-            continue;
-        }
-        if environ.split(|b| *b == 0).any(|v| v == needle.as_bytes()) {
-            found.push(name);
-        }
-    }
-    found
 }
 
 #[test]

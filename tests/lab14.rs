@@ -868,3 +868,145 @@ fn a_hung_child_is_killed_after_its_bound_and_recorded() {
         .to_string()
         .contains("killed by the driver after its timeout"));
 }
+
+#[test]
+fn no_child_outlives_a_driver_that_is_killed() {
+    let dir = tempfile::tempdir().unwrap();
+    let mark = format!("driver-killed-{}", std::process::id());
+    let mut driver = std::process::Command::new(BIN)
+        .args([
+            "driver",
+            "14",
+            "--crash-mode",
+            "hang",
+            "--step-timeout-ms",
+            "60000",
+            "--out",
+            "hung",
+        ])
+        .current_dir(dir.path())
+        .env("CRASHLAB_TEST_MARK", &mark)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Wait (bounded) until the first step hangs at its crash point.
+    let stdout = dir
+        .path()
+        .join("hung.partial")
+        .join("business-crash.stdout.txt");
+    let mut hung = false;
+    for _ in 0..500 {
+        if fs::read_to_string(&stdout).is_ok_and(|t| t.contains("CRASH sender.after-commit hang")) {
+            hung = true;
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    assert!(hung, "the first step reached its hang");
+    assert!(
+        !marked_processes(&mark).is_empty(),
+        "driver and hung child are alive"
+    );
+    driver.kill().unwrap();
+    driver.wait().unwrap();
+    // The hung sender dies with its parent (PR_SET_PDEATHSIG), within a bound.
+    let mut alive = marked_processes(&mark);
+    for _ in 0..200 {
+        if alive.is_empty() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+        alive = marked_processes(&mark);
+    }
+    assert!(alive.is_empty(), "processes outlived the driver: {alive:?}");
+}
+
+#[test]
+fn a_refused_wal_file_and_a_corrupt_file_are_left_as_they_were() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    {
+        // A foreign WAL database whose last commit is still in its -wal.
+        let conn = rusqlite::Connection::open(d.join("f.db")).unwrap();
+        conn.execute_batch("PRAGMA journal_mode=WAL; PRAGMA wal_autocheckpoint=0; CREATE TABLE t(x); INSERT INTO t VALUES (1);")
+            .unwrap();
+        fs::copy(d.join("f.db"), d.join("f.copy")).unwrap();
+        fs::copy(d.join("f.db-wal"), d.join("f.copy-wal")).unwrap();
+        std::mem::forget(conn); // no close: no checkpoint
+    }
+    let out = crashlab(
+        d,
+        &[
+            "sender",
+            "--db",
+            "f.db",
+            "--contract",
+            "R1",
+            "--amount",
+            "5",
+            "--message",
+            "M1",
+        ],
+    );
+    assert_eq!(code(&out), 2, "{}", stderr(&out));
+    assert!(
+        fs::read(d.join("f.db")).unwrap() == fs::read(d.join("f.copy")).unwrap(),
+        "f.db unchanged"
+    );
+    assert!(
+        fs::read(d.join("f.db-wal")).unwrap() == fs::read(d.join("f.copy-wal")).unwrap(),
+        "f.db-wal unchanged"
+    );
+
+    let ok = crashlab(
+        d,
+        &[
+            "sender",
+            "--db",
+            "s.db",
+            "--contract",
+            "R1",
+            "--amount",
+            "5",
+            "--message",
+            "M1",
+        ],
+    );
+    assert_eq!(code(&ok), 0);
+    let bytes = fs::read(d.join("s.db")).unwrap();
+    fs::write(d.join("cut.db"), &bytes[..bytes.len() / 2]).unwrap();
+    for args in [
+        vec![
+            "sender",
+            "--db",
+            "cut.db",
+            "--contract",
+            "R2",
+            "--amount",
+            "5",
+            "--message",
+            "M2",
+        ],
+        vec![
+            "verify",
+            "--sender",
+            "cut.db",
+            "--queue",
+            "q.db",
+            "--receiver",
+            "r.db",
+            "--json",
+        ],
+    ] {
+        let out = crashlab(d, &args);
+        let err = stderr(&out);
+        assert_eq!(code(&out), 2, "{args:?}: {err}");
+        assert!(err.contains("cut.db is corrupt"), "{err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+    }
+    assert!(
+        fs::read(d.join("cut.db")).unwrap() == bytes[..bytes.len() / 2],
+        "cut.db unchanged"
+    );
+}

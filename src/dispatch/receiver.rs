@@ -281,7 +281,17 @@ impl Worker {
         }
     }
 
+    /// Apply one request in one transaction; an error rolls it back, so this worker's
+    /// long-lived connection never keeps a transaction open into its next request.
     fn apply(&self, key: Option<&str>, body: &str) -> rusqlite::Result<Answer> {
+        let result = self.apply_in_tx(key, body);
+        if result.is_err() && !self.db.conn.is_autocommit() {
+            let _ = self.db.conn.execute_batch("ROLLBACK");
+        }
+        result
+    }
+
+    fn apply_in_tx(&self, key: Option<&str>, body: &str) -> rusqlite::Result<Answer> {
         let conn = &self.db.conn;
         let now = now_ms();
         let digest = body_sha256(body);

@@ -113,17 +113,40 @@ fn read_json<T: DeserializeOwned>(report: &mut Report, dir: &Path, rel: &str) ->
 
 pub fn audit(dir: &Path, strict_sources: bool) -> Report {
     let mut report = Report {
-        sources: "no checkout".to_string(),
+        sources: "not compared (no manifest)".to_string(),
         kind: "lab".to_string(),
         ..Report::default()
     };
     if !dir.is_dir() {
-        report.problem(&dir.display().to_string(), "not a directory");
+        report.problem(
+            &dir.display().to_string(),
+            "not a directory: nothing to audit",
+        );
         return report;
     }
     let manifest: Option<Manifest> = read_json(&mut report, dir, evidence::MANIFEST);
     if let Some(m) = &manifest {
         check_files(&mut report, dir, m);
+    }
+    if dir.join(EXPLORE).is_file() {
+        // An explore run: its files are checked against the manifest; the cases' verdicts
+        // are not re-derived here (each case keeps its databases only when it broke).
+        report.kind = "explore".to_string();
+        let explore: Option<serde_json::Value> = read_json(&mut report, dir, EXPLORE);
+        if let Some(e) = explore {
+            let lab = e["lab"].as_str().unwrap_or("?").to_string();
+            report.lab = Some(lab.clone());
+            report.summary = format!(
+                "explore {}, {} files, hashes (the cases' claims are not re-checked by the audit)",
+                lab.split('-').next().unwrap_or("?"),
+                manifest.as_ref().map_or(0, |m| m.files.len())
+            );
+        }
+        if let Some(m) = &manifest {
+            check_sources(&mut report, dir, m, strict_sources);
+        }
+        report.ok = report.problems.is_empty();
+        return report;
     }
     if dir.join(CHAOS).is_file() {
         let processes: Option<Processes> = read_json(&mut report, dir, evidence::PROCESSES);
@@ -155,6 +178,8 @@ pub fn audit(dir: &Path, strict_sources: bool) -> Report {
 /// The report of a `crashlab chaos` run; its presence marks a chaos evidence directory.
 const CHAOS: &str = "chaos.json";
 const KILLS: &str = "kills.json";
+/// The report of a `crashlab explore` run.
+const EXPLORE: &str = "explore.json";
 
 /// A chaos run: every process ended as the driver expected (0, or SIGKILL where kills.json
 /// says the driver killed it), and the claims of chaos.json are re-derived from the kept
@@ -432,12 +457,6 @@ fn check_run(
                 ),
             );
         }
-        if step.crash.is_some() {
-            report.crashes += 1;
-        }
-        if step.expected_exit == fail::EXIT_CONFLICT {
-            report.conflicts += 1;
-        }
         // Check 2: the exit code against the expectation (the lab's, not a recorded copy).
         let expected_exit = if step.crash.is_some() {
             mode.expected_exit()
@@ -461,6 +480,15 @@ fn check_run(
         };
         // Checks 2 and 3 from raw output, by the driver's own checker.
         let verdict = check(step, mode, record.exit, record.timed_out, &stdout, &stderr);
+        // The PASS line counts what the raw output shows happened, not what was armed.
+        if verdict.observed["crash_line"] == serde_json::json!(true) {
+            report.crashes += 1;
+        }
+        if step.expected_exit == fail::EXIT_CONFLICT
+            && verdict.observed["output"] == serde_json::json!(true)
+        {
+            report.conflicts += 1;
+        }
         let file = match step.expect {
             Expect::Readback(_) | Expect::Crash | Expect::Output(_) => record.stdout.as_str(),
             Expect::Exit => P,
@@ -502,6 +530,60 @@ fn check_run(
     }
     if let Some(rows) = rows {
         check_database_files(report, lab, &steps, rows);
+        check_kept(report, dir, lab, &scenarios, rows);
+    }
+}
+
+/// Databases kept with `--keep-db` must be the files the last row of each describes: the
+/// same raw bytes, and the same rows (logical digest, read without touching them).
+fn check_kept(
+    report: &mut Report,
+    dir: &Path,
+    lab: &Lab,
+    scenarios: &[crate::lab::scenario::Scenario],
+    rows: &[FileRow],
+) {
+    for scenario in scenarios {
+        let kept = match &scenario.dir {
+            Some(sub) => dir.join("db").join(sub),
+            None => dir.join("db"),
+        };
+        if !kept.is_dir() {
+            continue;
+        }
+        for db in lab.databases {
+            let rel = match &scenario.dir {
+                Some(sub) => format!("db/{sub}/{db}"),
+                None => format!("db/{db}"),
+            };
+            let last = rows
+                .iter()
+                .rev()
+                .find(|r| r.scenario == scenario.name && r.file == *db);
+            let path = kept.join(db);
+            match (last, path.is_file()) {
+                (Some(row), true) => {
+                    if let Ok((_, sha)) = sha256_file(&path) {
+                        if row.sha256.as_deref() != Some(sha.as_str()) {
+                            report.problem(&rel, format!("sha256 {sha} is not the last recorded one of {db} in database-files.json"));
+                        }
+                    }
+                    let logical = crate::lab::files::logical_sha256_of_copy(&path).ok();
+                    if logical != row.logical_sha256 {
+                        report.problem(
+                            &rel,
+                            format!(
+                                "its rows differ from the last recorded logical_sha256 of {db}"
+                            ),
+                        );
+                    }
+                }
+                (Some(row), false) if row.exists => {
+                    report.problem(&rel, "missing, though the last step left it")
+                }
+                _ => {}
+            }
+        }
     }
 }
 
@@ -538,6 +620,19 @@ fn check_database_files(report: &mut Report, lab: &Lab, steps: &[(&str, &Step)],
                 report.problem(F, format!("no row for {db} after step {}", step.name));
                 continue;
             };
+            let hex = |v: &Option<String>| {
+                v.as_ref()
+                    .is_some_and(|h| h.len() == 64 && h.bytes().all(|b| b.is_ascii_hexdigit()))
+            };
+            if row.exists && (!hex(&row.sha256) || !hex(&row.logical_sha256) || row.bytes == 0) {
+                report.problem(
+                    F,
+                    format!(
+                        "{db} after {}: exists but lacks a well-formed size or digest",
+                        step.name
+                    ),
+                );
+            }
             if row.exists && (row.sha256.is_none() || row.logical_sha256.is_none()) {
                 report.problem(
                     F,
@@ -627,6 +722,9 @@ fn check_sources(report: &mut Report, dir: &Path, manifest: &Manifest, strict: b
 }
 
 pub fn run(dir: &Path, json: bool, strict_sources: bool) -> Result<i32> {
+    if !dir.exists() {
+        return Err(fail::usage(format!("{} does not exist", dir.display())));
+    }
     let report = audit(dir, strict_sources);
     if json {
         println!("{}", serde_json::to_string_pretty(&report)?);
@@ -661,7 +759,8 @@ pub fn run(dir: &Path, json: bool, strict_sources: bool) -> Result<i32> {
                 if report.conflicts == 1 { "" } else { "s" }
             );
         } else {
-            println!("FAIL: {} problems", report.problems.len());
+            let n = report.problems.len();
+            println!("FAIL: {n} problem{}", if n == 1 { "" } else { "s" });
         }
     }
     Ok(if report.ok {

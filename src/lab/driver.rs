@@ -456,11 +456,13 @@ fn print_report(lab: &Lab, run: &Run, scenarios: &[Scenario], options: &Options)
                     .and_then(|l| serde_json::from_str(l).ok());
                 stage.describe(readback.as_ref())
             }
-            Expect::Crash => match &step.crash {
-                Some(point) => format!("CRASH {point}"),
-                None => "no crash (moved away)".to_string(),
+            Expect::Crash => match (&step.crash, r.observed["crash_line"] == true) {
+                (Some(point), true) => format!("CRASH {point}"),
+                (Some(point), false) => format!("no CRASH line (armed {point})"),
+                (None, _) => "no crash (moved away)".to_string(),
             },
-            Expect::Output(text) => format!("'{text}'"),
+            Expect::Output(text) if r.observed["output"] == true => format!("'{text}'"),
+            Expect::Output(text) => format!("no '{text}' in the output"),
             Expect::Exit => String::new(),
         };
         let mark = if r.ok { "" } else { "  <-- FAILED" };

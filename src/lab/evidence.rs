@@ -190,6 +190,17 @@ pub fn source_files(checkout: &Path) -> Vec<String> {
     files
 }
 
+/// A path as evidence records it: an absolute path by its last component only, so no path
+/// of the machine is written; a relative one as given.
+pub fn recorded_path(path: &Path) -> String {
+    if path.is_absolute() {
+        path.file_name()
+            .map_or("/".to_string(), |n| n.to_string_lossy().into_owned())
+    } else {
+        path.display().to_string()
+    }
+}
+
 /// The checkout this binary was built from, when it is still there.
 pub fn build_checkout() -> Option<PathBuf> {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"));

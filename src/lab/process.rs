@@ -59,45 +59,58 @@ pub fn run(
     stderr: &Path,
     timeout: Duration,
 ) -> Result<Ended> {
-    let out = File::create(stdout).with_context(|| format!("creating {}", stdout.display()))?;
-    let err = File::create(stderr).with_context(|| format!("creating {}", stderr.display()))?;
-    let started = Instant::now();
-    let child = Command::new(exe)
-        .args(args)
-        .current_dir(cwd)
-        .stdin(Stdio::null())
-        .stdout(Stdio::from(out))
-        .stderr(Stdio::from(err))
-        .spawn()
-        .with_context(|| format!("starting {}", args.first().map_or("", |a| a.as_str())))?;
-    let ended = wait_bounded(child.id() as libc::pid_t, started, timeout)?;
-    // The child was reaped by wait4; dropping the handle neither waits nor kills.
-    drop(child);
-    Ok(ended)
+    let started = spawn(exe, args, cwd, stdout, stderr)?;
+    wait_bounded(started.pid, started.started, timeout)
+}
+
+/// Block until `pid` has exited, without reaping it: the zombie keeps the pid ours, so a
+/// SIGKILL sent after a timeout can never reach a recycled pid.
+fn wait_exited(pid: libc::pid_t) -> std::io::Result<()> {
+    loop {
+        // SAFETY: a zeroed siginfo_t is a valid value for waitid to fill.
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        // SAFETY: waitid writes only into `info`, which we own.
+        let r = unsafe {
+            libc::waitid(
+                libc::P_PID,
+                pid as libc::id_t,
+                &mut info,
+                libc::WEXITED | libc::WNOWAIT,
+            )
+        };
+        if r == 0 {
+            return Ok(());
+        }
+        let err = std::io::Error::last_os_error();
+        if err.kind() != std::io::ErrorKind::Interrupted {
+            return Err(err);
+        }
+    }
 }
 
 /// Wait for an already spawned child with a bound, killing it when the bound passes.
 pub fn wait_bounded(pid: libc::pid_t, started: Instant, timeout: Duration) -> Result<Ended> {
     let (tx, rx) = mpsc::channel();
     let waiter = std::thread::spawn(move || {
-        let result = wait4(pid);
+        let result = wait_exited(pid);
         let _ = tx.send((result, started.elapsed()));
     });
-    let (result, elapsed, timed_out) = match rx.recv_timeout(timeout) {
+    let (exited, elapsed, timed_out) = match rx.recv_timeout(timeout) {
         Ok((result, elapsed)) => (result, elapsed, false),
         Err(_) => {
-            // Still running past its bound. The waiter has not reaped it (it would have sent),
-            // so the pid is still ours to signal.
+            // Still running past its bound, and not reaped (only wait4 below reaps), so the
+            // pid is still this child's.
             // SAFETY: kill has no memory effects.
             unsafe { libc::kill(pid, libc::SIGKILL) };
             let (result, elapsed) = rx
                 .recv_timeout(Duration::from_secs(10))
-                .context("a child killed with SIGKILL was not reaped within 10 s")?;
+                .context("a child killed with SIGKILL did not exit within 10 s")?;
             (result, elapsed, true)
         }
     };
     let _ = waiter.join();
-    let (exit, signal, max_rss_kb) = result.context("waiting for a child")?;
+    exited.context("waiting for a child")?;
+    let (exit, signal, max_rss_kb) = wait4(pid).context("reaping a child")?;
     Ok(Ended {
         exit,
         signal,
@@ -105,6 +118,21 @@ pub fn wait_bounded(pid: libc::pid_t, started: Instant, timeout: Duration) -> Re
         max_rss_kb,
         timed_out,
     })
+}
+
+/// Make a child die with its parent (PR_SET_PDEATHSIG, SIGKILL): no child of a driver,
+/// explore, chaos or bench outlives it, whatever ends it.
+pub fn die_with_parent(command: &mut Command) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: prctl is async-signal-safe and touches no memory of the parent.
+    unsafe {
+        command.pre_exec(|| {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
 }
 
 /// A child started in the background: its pid (still ours to reap) and when it started.
@@ -123,7 +151,6 @@ pub fn spawn(
     stdout: &Path,
     stderr: &Path,
 ) -> Result<Started> {
-    use std::os::unix::process::CommandExt;
     let out = File::create(stdout).with_context(|| format!("creating {}", stdout.display()))?;
     let err = File::create(stderr).with_context(|| format!("creating {}", stderr.display()))?;
     let started = Instant::now();
@@ -134,15 +161,7 @@ pub fn spawn(
         .stdin(Stdio::null())
         .stdout(Stdio::from(out))
         .stderr(Stdio::from(err));
-    // SAFETY: prctl is async-signal-safe and touches no memory of the parent.
-    unsafe {
-        command.pre_exec(|| {
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
+    die_with_parent(&mut command);
     let child = command
         .spawn()
         .with_context(|| format!("starting {}", args.first().map_or("", |a| a.as_str())))?;

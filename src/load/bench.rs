@@ -343,26 +343,39 @@ fn together(
     for (name, args) in names.iter().zip(args_list) {
         let out = std::fs::File::create(dir.join(format!("{name}.stdout.txt")))?;
         let err = std::fs::File::create(dir.join(format!("{name}.stderr.txt")))?;
-        let child = Command::new(exe)
+        let mut command = Command::new(exe);
+        command
             .args(args)
             .current_dir(dir)
             .stdin(Stdio::null())
             .stdout(out)
-            .stderr(err)
+            .stderr(err);
+        process::die_with_parent(&mut command);
+        let child = command
             .spawn()
             .with_context(|| format!("starting {name}"))?;
         pids.push(child.id() as libc::pid_t);
     }
+    // Every child is waited for (each with its bound) before any failure is reported, so
+    // none is left running behind an early return.
     let mut max_rss_kb = 0;
+    let mut first_failure = None;
     for (pid, name) in pids.into_iter().zip(names) {
-        let ended = process::wait_bounded(pid, started, CHILD_TIMEOUT)?;
-        if ended.exit != 0 || ended.timed_out {
-            return Err(fail::failed(format!(
-                "bench step {name} exited {}",
-                ended.exit
-            )));
+        let ended = process::wait_bounded(pid, started, CHILD_TIMEOUT);
+        match ended {
+            Ok(e) if e.exit == 0 && !e.timed_out => max_rss_kb = max_rss_kb.max(e.max_rss_kb),
+            Ok(e) => {
+                first_failure.get_or_insert_with(|| {
+                    fail::failed(format!("bench step {name} exited {}", e.exit))
+                });
+            }
+            Err(e) => {
+                first_failure.get_or_insert(e);
+            }
         }
-        max_rss_kb = max_rss_kb.max(ended.max_rss_kb);
+    }
+    if let Some(failure) = first_failure {
+        return Err(failure);
     }
     Ok((ms(started.elapsed()), max_rss_kb))
 }

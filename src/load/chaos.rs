@@ -261,7 +261,7 @@ pub fn run(o: &Options, command: Vec<String>) -> Result<i32> {
         replay: replay_command(o),
         check: &checked,
         problems: problems.clone(),
-        evidence: o.out.as_ref().map(|p| p.display().to_string()),
+        evidence: o.out.as_deref().map(evidence::recorded_path),
     };
     if let Some(partial) = &partial {
         write_evidence(partial, o, &command, &outcome, &report, started)?;

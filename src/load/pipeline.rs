@@ -506,12 +506,15 @@ fn spawn(exe: &Path, work: &Path, logs: &Logs, role: &mut Role) -> Result<Runnin
         }
     };
     let started = Instant::now();
-    let child = Command::new(exe)
+    let mut command = Command::new(exe);
+    command
         .args(&role.argv)
         .current_dir(work)
         .stdin(Stdio::null())
         .stdout(out)
-        .stderr(err)
+        .stderr(err);
+    crate::lab::process::die_with_parent(&mut command);
+    let child = command
         .spawn()
         .with_context(|| format!("starting {step}"))?;
     let pid = child.id() as libc::pid_t;

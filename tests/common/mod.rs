@@ -86,3 +86,27 @@ pub fn files(dir: &Path) -> Vec<PathBuf> {
     out.sort();
     out
 }
+
+/// Pids of live processes whose environment holds `CRASHLAB_TEST_MARK=mark`: every child
+/// of a run inherits the mark, so none of them may be listed once the run is over.
+pub fn marked_processes(mark: &str) -> Vec<String> {
+    let needle = format!("CRASHLAB_TEST_MARK={mark}");
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if !name.bytes().all(|b| b.is_ascii_digit()) {
+            continue;
+        }
+        let Ok(environ) = std::fs::read(entry.path().join("environ")) else {
+            continue;
+        };
+        let status = std::fs::read_to_string(entry.path().join("status")).unwrap_or_default();
+        if status.contains("State:\tZ") {
+            continue;
+        }
+        if environ.split(|b| *b == 0).any(|v| v == needle.as_bytes()) {
+            found.push(name);
+        }
+    }
+    found
+}
