@@ -122,16 +122,7 @@ pub fn dispatch(command: Command) -> Result<i32> {
             json,
             expect,
         } => {
-            let stage = match &expect {
-                None => None,
-                Some(name) => Some((lab::lab14::LAB.stage)(name).ok_or_else(|| {
-                    let known: Vec<&str> = lab::lab14::STAGES.iter().map(|s| s.name).collect();
-                    fail::usage(format!(
-                        "unknown stage '{name}'; known: {}",
-                        known.join(", ")
-                    ))
-                })?),
-            };
+            let stage = expected_stage(expect.as_deref(), lab::lab14::LAB.stages)?;
             let state = readback::read(
                 &readback::Paths {
                     sender: &sender,
@@ -232,16 +223,7 @@ pub fn dispatch(command: Command) -> Result<i32> {
             json,
             expect,
         } => {
-            let stage = match &expect {
-                None => None,
-                Some(name) => Some((lab::lab13::LAB.stage)(name).ok_or_else(|| {
-                    let known: Vec<&str> = lab::lab13::STAGES.iter().map(|s| s.name).collect();
-                    fail::usage(format!(
-                        "unknown stage '{name}'; known: {}",
-                        known.join(", ")
-                    ))
-                })?),
-            };
+            let stage = expected_stage(expect.as_deref(), lab::lab13::LAB.stages)?;
             let state = dispatch::readback::read(&dispatch::readback::Paths {
                 intents: &intents,
                 receipts: &receipts,
@@ -418,4 +400,24 @@ pub fn recorded_args() -> Vec<String> {
         .skip(1)
         .map(|arg| lab::evidence::recorded_path(std::path::Path::new(&arg)))
         .collect()
+}
+
+/// The stage `--expect NAME` names among a lab's stages; an unknown name lists the known ones.
+fn expected_stage(
+    name: Option<&str>,
+    stages: &[lab::scenario::Stage],
+) -> Result<Option<lab::scenario::Stage>> {
+    let Some(name) = name else {
+        return Ok(None);
+    };
+    match stages.iter().find(|s| s.name == name) {
+        Some(stage) => Ok(Some(*stage)),
+        None => {
+            let known: Vec<&str> = stages.iter().map(|s| s.name).collect();
+            Err(fail::usage(format!(
+                "unknown stage '{name}'; known: {}",
+                known.join(", ")
+            )))
+        }
+    }
 }

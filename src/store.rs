@@ -154,6 +154,31 @@ fn one_line_sql(sql: &str) -> String {
         .join(" ")
 }
 
+/// Open a file read-only when it exists; `None` when it does not (it is never created).
+pub fn open_existing(path: &Path, schema: &'static Schema, trace: bool) -> Result<Option<Db>> {
+    if !path.exists() {
+        return Ok(None);
+    }
+    open_traced(path, schema, Access::Read, trace).map(Some)
+}
+
+/// Every row of `sql` on `db`, mapped; an error names the file.
+pub fn rows<T>(
+    db: &Db,
+    sql: &str,
+    path: &Path,
+    map: impl FnMut(&rusqlite::Row<'_>) -> rusqlite::Result<T>,
+) -> Result<Vec<T>> {
+    let shown = path.display().to_string();
+    let explain = |e| explain(e, db.db, &shown);
+    let mut stmt = db.conn.prepare(sql).map_err(explain)?;
+    let result = stmt
+        .query_map([], map)
+        .and_then(|r| r.collect::<rusqlite::Result<Vec<T>>>())
+        .map_err(explain)?;
+    Ok(result)
+}
+
 /// Turn SQLite's errors about the file itself into one line that names the file.
 pub fn explain(error: rusqlite::Error, db: &str, shown: &str) -> anyhow::Error {
     match error.sqlite_error_code() {

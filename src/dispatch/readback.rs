@@ -7,7 +7,7 @@ use anyhow::Result;
 use serde::Serialize;
 
 use crate::dispatch::schema::{HISTORY, INTENTS, RECEIPTS, RECEIVER};
-use crate::store::{self, Access, Db, Schema};
+use crate::store::{self, Db};
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct IntentsState {
@@ -53,17 +53,6 @@ pub struct Paths<'a> {
     pub receiver: &'a Path,
 }
 
-fn open_optional(path: &Path, schema: &'static Schema, trace: bool) -> Result<Option<Db>> {
-    if !path.exists() {
-        return Ok(None);
-    }
-    if trace {
-        store::open(path, schema, Access::Read).map(Some)
-    } else {
-        store::open_traced(path, schema, Access::Read, false).map(Some)
-    }
-}
-
 fn count(db: &Db, path: &Path, sql: &str) -> Result<i64> {
     db.conn
         .query_row(sql, [], |r| r.get(0))
@@ -78,7 +67,7 @@ pub fn read(paths: &Paths<'_>) -> Result<State> {
 /// process, where stdout is its report).
 pub fn read_traced(paths: &Paths<'_>, trace: bool) -> Result<State> {
     let mut state = State::default();
-    match open_optional(paths.intents, &INTENTS, trace)? {
+    match store::open_existing(paths.intents, &INTENTS, trace)? {
         Some(db) => {
             let p = paths.intents;
             state.intents = IntentsState {
@@ -98,7 +87,7 @@ pub fn read_traced(paths: &Paths<'_>, trace: bool) -> Result<State> {
         }
         None => state.absent.push("intents"),
     }
-    match open_optional(paths.receipts, &RECEIPTS, trace)? {
+    match store::open_existing(paths.receipts, &RECEIPTS, trace)? {
         Some(db) => {
             let p = paths.receipts;
             state.receipts = ReceiptsState {
@@ -108,13 +97,13 @@ pub fn read_traced(paths: &Paths<'_>, trace: bool) -> Result<State> {
         }
         None => state.absent.push("receipts"),
     }
-    match open_optional(paths.history, &HISTORY, trace)? {
+    match store::open_existing(paths.history, &HISTORY, trace)? {
         Some(db) => {
             state.history.history = count(&db, paths.history, "SELECT count(*) FROM history")?;
         }
         None => state.absent.push("history"),
     }
-    match open_optional(paths.receiver, &RECEIVER, trace)? {
+    match store::open_existing(paths.receiver, &RECEIVER, trace)? {
         Some(db) => {
             let p = paths.receiver;
             state.receiver = ReceiverState {

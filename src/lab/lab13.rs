@@ -17,7 +17,7 @@ pub static LAB: Lab = Lab {
     points: POINTS,
     databases: &["intents.db", "receipts.db", "history.db", "receiver.db"],
     scenarios,
-    stage,
+    stages: STAGES,
 };
 
 const E: &str = "receiver.effects";

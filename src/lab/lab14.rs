@@ -13,7 +13,7 @@ pub static LAB: Lab = Lab {
     points: POINTS,
     databases: &["sender.db", "queue.db", "receiver.db"],
     scenarios,
-    stage,
+    stages: STAGES,
 };
 
 pub static STAGES: &[Stage] = &[

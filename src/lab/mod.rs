@@ -26,8 +26,8 @@ pub struct Lab {
     /// Database files in the work directory, relative.
     pub databases: &'static [&'static str],
     pub scenarios: fn() -> Vec<Scenario>,
-    /// The stage a readback step named so must show.
-    pub stage: fn(&str) -> Option<Stage>,
+    /// The states its readback steps must show, by name (`verify --expect NAME`).
+    pub stages: &'static [Stage],
 }
 
 impl Lab {

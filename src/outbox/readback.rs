@@ -7,7 +7,7 @@ use anyhow::Result;
 use serde::Serialize;
 
 use crate::outbox::schema::{QUEUE, RECEIVER, SENDER};
-use crate::store::{self, Access, Db, Schema};
+use crate::store::{self, Access, Db};
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct SenderState {
@@ -53,19 +53,12 @@ fn count(db: &Db, sql: &str, shown: &str) -> Result<i64> {
         .map_err(|e| store::explain(e, db.db, shown))
 }
 
-fn open_optional(path: &Path, schema: &'static Schema, trace: bool) -> Result<Option<Db>> {
-    if !path.exists() {
-        return Ok(None);
-    }
-    store::open_traced(path, schema, Access::Read, trace).map(Some)
-}
-
 /// Read the three files read-only. The sender file must exist: every run starts there.
 pub fn read(paths: &Paths<'_>, trace: bool) -> Result<State> {
     let mut state = State::default();
     let sender = store::open_traced(paths.sender, &SENDER, Access::Read, trace)?;
-    let queue = open_optional(paths.queue, &QUEUE, trace)?;
-    let receiver = open_optional(paths.receiver, &RECEIVER, trace)?;
+    let queue = store::open_existing(paths.queue, &QUEUE, trace)?;
+    let receiver = store::open_existing(paths.receiver, &RECEIVER, trace)?;
     let s = paths.sender.display().to_string();
     state.sender = SenderState {
         contracts: count(&sender, "SELECT count(*) FROM contracts", &s)?,
@@ -144,13 +137,13 @@ pub fn detail(paths: &Paths<'_>) -> Result<Detail> {
         .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
         .and_then(|rows| rows.collect())
         .map_err(explain)?;
-    if let Some(q) = open_optional(paths.queue, &QUEUE, false)? {
+    if let Some(q) = store::open_existing(paths.queue, &QUEUE, false)? {
         let s = paths.queue.display().to_string();
         detail.deliveries = count(&q, "SELECT count(*) FROM deliveries", &s)?;
         detail.duplicates_in_queue =
             detail.deliveries - count(&q, "SELECT count(DISTINCT message_id) FROM deliveries", &s)?;
     }
-    if let Some(r) = open_optional(paths.receiver, &RECEIVER, false)? {
+    if let Some(r) = store::open_existing(paths.receiver, &RECEIVER, false)? {
         let s = paths.receiver.display().to_string();
         let explain = |e| store::explain(e, "receiver", &s);
         let mut stmt = r

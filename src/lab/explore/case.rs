@@ -379,27 +379,20 @@ pub fn run(def: &CaseDef, env: &Env<'_>) -> Result<CaseResult> {
         .map(|r| (r.name.clone(), r.stdout.clone()))
         .collect();
     let judgement = check::judge(&observed, &stdouts);
-    let reached_ok = crashed && problems.is_empty();
-    let (status, invariants) = if error {
-        (Status::Error, Invariants::default())
-    } else if def.crash.is_some() && !crashed {
-        (Status::NotReached, Invariants::default())
-    } else {
-        let invariants = Invariants {
-            reached: def.crash.map(|_| reached_ok),
-            no_lost_effect: Some(judgement.no_lost_effect),
-            no_duplicate_effect: Some(judgement.no_duplicate_effect),
-            nothing_stuck: Some(judgement.nothing_stuck),
-            acknowledged_durable: Some(judgement.acknowledged_durable),
-        };
-        let all = Invariant::ALL
-            .iter()
-            .all(|i| invariants.get(*i) != Some(false));
-        (if all { Status::Holds } else { Status::Breaks }, invariants)
+    let verdicts = Verdicts {
+        no_lost_effect: judgement.no_lost_effect,
+        no_duplicate_effect: judgement.no_duplicate_effect,
+        nothing_stuck: judgement.nothing_stuck,
+        acknowledged_durable: judgement.acknowledged_durable,
     };
-    if matches!(status, Status::Holds | Status::Breaks) {
-        problems.extend(judgement.problems);
-    }
+    let (status, invariants) = settle(
+        error,
+        def.crash.is_some(),
+        crashed,
+        &verdicts,
+        judgement.problems.clone(),
+        &mut problems,
+    );
 
     assert_eq!(processes.len(), ran.len(), "one record per process");
     state::cross_check(work.path(), &observed)?;
@@ -474,4 +467,48 @@ pub fn keep_databases(work: &Path, to: &PathBuf, databases: &[&str]) -> Result<(
         }
     }
     Ok(())
+}
+
+/// The four end-to-end verdicts of a case, whichever lab's checker gave them.
+pub struct Verdicts {
+    pub no_lost_effect: bool,
+    pub no_duplicate_effect: bool,
+    pub nothing_stuck: bool,
+    pub acknowledged_durable: bool,
+}
+
+/// A case's status and invariants from how it ran and what its checker found: an error
+/// judges nothing, an armed point that never crashed is not reached (never a pass), and
+/// otherwise every invariant counts. The checker's reasons join `problems` only when the
+/// invariants were judged.
+pub fn settle(
+    error: bool,
+    armed: bool,
+    crashed: bool,
+    verdicts: &Verdicts,
+    reasons: Vec<String>,
+    problems: &mut Vec<String>,
+) -> (Status, Invariants) {
+    let reached_ok = crashed && problems.is_empty();
+    let (status, invariants) = if error {
+        (Status::Error, Invariants::default())
+    } else if armed && !crashed {
+        (Status::NotReached, Invariants::default())
+    } else {
+        let invariants = Invariants {
+            reached: armed.then_some(reached_ok),
+            no_lost_effect: Some(verdicts.no_lost_effect),
+            no_duplicate_effect: Some(verdicts.no_duplicate_effect),
+            nothing_stuck: Some(verdicts.nothing_stuck),
+            acknowledged_durable: Some(verdicts.acknowledged_durable),
+        };
+        let all = Invariant::ALL
+            .iter()
+            .all(|i| invariants.get(*i) != Some(false));
+        (if all { Status::Holds } else { Status::Breaks }, invariants)
+    };
+    if matches!(status, Status::Holds | Status::Breaks) {
+        problems.extend(reasons);
+    }
+    (status, invariants)
 }

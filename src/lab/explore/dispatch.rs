@@ -20,12 +20,12 @@ use crate::dispatch::readback;
 use crate::dispatch::schema::{HISTORY, INTENTS, RECEIPTS, RECEIVER};
 use crate::fail;
 use crate::lab::evidence::{self, Process};
-use crate::lab::explore::case::{self, CaseResult, Env, Invariants, Status};
+use crate::lab::explore::case::{self, CaseResult, Env, Status};
 use crate::lab::explore::check::{CaseCounts, Invariant};
 use crate::lab::explore::{unproven, Case, Plan, Prediction, Words};
 use crate::lab::files;
 use crate::lab::process::{self, Ended, Started};
-use crate::store::{self, Access, Db, Schema};
+use crate::store;
 
 /// The receiver modes explored, in order.
 pub const MODES: &[&str] = &["keyed", "unkeyed"];
@@ -185,41 +185,18 @@ impl Observed {
     }
 }
 
-fn open(path: &Path, schema: &'static Schema) -> Result<Option<Db>> {
-    if !path.is_file() {
-        return Ok(None);
-    }
-    store::open_traced(path, schema, Access::Read, false).map(Some)
-}
-
-fn rows<T>(
-    db: &Db,
-    sql: &str,
-    path: &Path,
-    map: impl FnMut(&rusqlite::Row<'_>) -> rusqlite::Result<T>,
-) -> Result<Vec<T>> {
-    let shown = path.display().to_string();
-    let explain = |e| store::explain(e, db.db, &shown);
-    let mut stmt = db.conn.prepare(sql).map_err(explain)?;
-    let result = stmt
-        .query_map([], map)
-        .and_then(|r| r.collect::<rusqlite::Result<Vec<T>>>())
-        .map_err(explain)?;
-    Ok(result)
-}
-
 /// Read the four files of a case's work directory, read-only, without a trace.
 pub fn read(work: &Path) -> Result<Observed> {
     let mut o = Observed::default();
     let intents = work.join("intents.db");
-    if let Some(db) = open(&intents, &INTENTS)? {
-        o.intents = rows(
+    if let Some(db) = store::open_existing(&intents, &INTENTS, false)? {
+        o.intents = store::rows(
             &db,
             "SELECT seq, key, status FROM intents ORDER BY seq",
             &intents,
             |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
         )?;
-        o.attempts = rows(
+        o.attempts = store::rows(
             &db,
             "SELECT attempt_id, key FROM attempts ORDER BY attempt_id",
             &intents,
@@ -227,8 +204,8 @@ pub fn read(work: &Path) -> Result<Observed> {
         )?;
     }
     let receipts = work.join("receipts.db");
-    if let Some(db) = open(&receipts, &RECEIPTS)? {
-        o.receipts = rows(
+    if let Some(db) = store::open_existing(&receipts, &RECEIPTS, false)? {
+        o.receipts = store::rows(
             &db,
             "SELECT key, replayed FROM receipts ORDER BY key",
             &receipts,
@@ -236,14 +213,14 @@ pub fn read(work: &Path) -> Result<Observed> {
         )?;
     }
     let history = work.join("history.db");
-    if let Some(db) = open(&history, &HISTORY)? {
-        o.history = rows(&db, "SELECT key FROM history ORDER BY seq", &history, |r| {
+    if let Some(db) = store::open_existing(&history, &HISTORY, false)? {
+        o.history = store::rows(&db, "SELECT key FROM history ORDER BY seq", &history, |r| {
             r.get(0)
         })?;
     }
     let receiver = work.join("receiver.db");
-    if let Some(db) = open(&receiver, &RECEIVER)? {
-        o.effects = rows(
+    if let Some(db) = store::open_existing(&receiver, &RECEIVER, false)? {
+        o.effects = store::rows(
             &db,
             "SELECT effect_id, key FROM effects ORDER BY effect_id",
             &receiver,
@@ -793,27 +770,20 @@ pub fn run(def: &Case, env: &Env<'_>) -> Result<CaseResult> {
         .map(|r| (r.name.clone(), r.stdout.clone()))
         .collect();
     let judgement = judge(&observed, &stdouts);
-    let reached_ok = crashed && problems.is_empty();
-    let (status, invariants) = if error {
-        (Status::Error, Invariants::default())
-    } else if def.crash.is_some() && !crashed {
-        (Status::NotReached, Invariants::default())
-    } else {
-        let invariants = Invariants {
-            reached: def.crash.map(|_| reached_ok),
-            no_lost_effect: Some(judgement.no_lost_effect),
-            no_duplicate_effect: Some(judgement.no_duplicate_effect),
-            nothing_stuck: Some(judgement.nothing_stuck),
-            acknowledged_durable: Some(judgement.acknowledged_durable),
-        };
-        let all = Invariant::ALL
-            .iter()
-            .all(|i| invariants.get(*i) != Some(false));
-        (if all { Status::Holds } else { Status::Breaks }, invariants)
+    let verdicts = case::Verdicts {
+        no_lost_effect: judgement.no_lost_effect,
+        no_duplicate_effect: judgement.no_duplicate_effect,
+        nothing_stuck: judgement.nothing_stuck,
+        acknowledged_durable: judgement.acknowledged_durable,
     };
-    if matches!(status, Status::Holds | Status::Breaks) {
-        problems.extend(judgement.problems);
-    }
+    let (status, invariants) = case::settle(
+        error,
+        def.crash.is_some(),
+        crashed,
+        &verdicts,
+        judgement.problems.clone(),
+        &mut problems,
+    );
 
     assert!(rec.reaper.0.is_empty(), "every receiver was stopped");
     cross_check(work.path(), &observed)?;

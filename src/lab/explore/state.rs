@@ -10,7 +10,7 @@ use anyhow::Result;
 
 use crate::outbox::readback;
 use crate::outbox::schema::{QUEUE, RECEIVER, SENDER};
-use crate::store::{self, Access, Db, Schema};
+use crate::store;
 
 /// One row of `deliveries`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -67,43 +67,20 @@ impl Observed {
     }
 }
 
-fn open(path: &Path, schema: &'static Schema) -> Result<Option<Db>> {
-    if !path.is_file() {
-        return Ok(None);
-    }
-    store::open_traced(path, schema, Access::Read, false).map(Some)
-}
-
-fn rows<T>(
-    db: &Db,
-    sql: &str,
-    path: &Path,
-    map: impl FnMut(&rusqlite::Row<'_>) -> rusqlite::Result<T>,
-) -> Result<Vec<T>> {
-    let shown = path.display().to_string();
-    let explain = |e| store::explain(e, db.db, &shown);
-    let mut stmt = db.conn.prepare(sql).map_err(explain)?;
-    let result = stmt
-        .query_map([], map)
-        .and_then(|r| r.collect::<rusqlite::Result<Vec<T>>>())
-        .map_err(explain)?;
-    Ok(result)
-}
-
 /// Read the three files of a case's work directory, each opened once.
 pub fn read(work: &Path) -> Result<Observed> {
     let sender = work.join("sender.db");
     let queue = work.join("queue.db");
     let receiver = work.join("receiver.db");
     let mut observed = Observed::default();
-    if let Some(db) = open(&sender, &SENDER)? {
-        observed.contracts = rows(
+    if let Some(db) = store::open_existing(&sender, &SENDER, false)? {
+        observed.contracts = store::rows(
             &db,
             "SELECT contract_id, amount FROM contracts ORDER BY contract_id",
             &sender,
             |r| Ok((r.get(0)?, r.get(1)?)),
         )?;
-        observed.outbox = rows(
+        observed.outbox = store::rows(
             &db,
             "SELECT message_id, contract_id, status FROM outbox ORDER BY seq",
             &sender,
@@ -116,8 +93,8 @@ pub fn read(work: &Path) -> Result<Observed> {
             },
         )?;
     }
-    if let Some(db) = open(&queue, &QUEUE)? {
-        observed.deliveries = rows(
+    if let Some(db) = store::open_existing(&queue, &QUEUE, false)? {
+        observed.deliveries = store::rows(
             &db,
             "SELECT delivery_id, message_id, status, claimed_by FROM deliveries ORDER BY delivery_id",
             &queue,
@@ -131,8 +108,8 @@ pub fn read(work: &Path) -> Result<Observed> {
             },
         )?;
     }
-    if let Some(db) = open(&receiver, &RECEIVER)? {
-        observed.inbox = rows(
+    if let Some(db) = store::open_existing(&receiver, &RECEIVER, false)? {
+        observed.inbox = store::rows(
             &db,
             "SELECT message_id, contract_id, amount FROM inbox ORDER BY message_id",
             &receiver,
@@ -144,7 +121,7 @@ pub fn read(work: &Path) -> Result<Observed> {
                 })
             },
         )?;
-        observed.ledger = rows(
+        observed.ledger = store::rows(
             &db,
             "SELECT contract_id, balance, credits FROM ledger ORDER BY contract_id",
             &receiver,
