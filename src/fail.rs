@@ -1,4 +1,4 @@
-//! Failures that carry their documented exit code (DESIGN.md, "Exit codes").
+//! Failures that carry their documented exit code (README, "Exit codes").
 //!
 //! Every error a user can cause is one line that says what and where; `main` prints it to
 //! stderr and exits with the code here. Anything else (an I/O error deep in SQLite, say)

@@ -1,6 +1,6 @@
 //! SQLite files: open with pinned pragmas, create or check the schema, trace every statement.
 //!
-//! Every connection sets the same pragmas explicitly (DESIGN.md, "SQLite settings"), so a
+//! Every connection sets the same pragmas explicitly (the contract of the evidence), so a
 //! run never depends on a library default. Journal mode is WAL: a crash before a commit
 //! leaves frames no reader will see, and a read-only reader needs no hot-journal rollback.
 

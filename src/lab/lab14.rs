@@ -95,7 +95,7 @@ fn with(base: &[&'static str], more: &[&'static str]) -> Vec<&'static str> {
     base.iter().chain(more).copied().collect()
 }
 
-/// The protocol of DESIGN.md, "Lab 14 step names".
+/// The protocol, step by step, with the step names of the contract.
 pub fn scenarios() -> Vec<Scenario> {
     let steps = vec![
         Step::crashing(

@@ -1,4 +1,4 @@
-//! Lab 14's three database kinds. Table names are the contract (DESIGN.md); columns are ours.
+//! Lab 14's three database kinds. Table names are the contract; columns are ours.
 
 use crate::store::Schema;
 

@@ -17,7 +17,6 @@ pub enum Variant {
     AckBeforeApply,
 }
 
-#[allow(dead_code)] // for the audit and explore, built beside this
 impl Variant {
     pub const ALL: [Variant; 5] = [
         Variant::Correct,
