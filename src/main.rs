@@ -17,6 +17,7 @@ mod store;
 use clap::Parser;
 
 fn main() {
+    lab::process::die_with_parent_if_asked();
     let cli = match cli::Cli::try_parse() {
         Ok(cli) => cli,
         Err(error) => usage_error(error),

@@ -90,26 +90,17 @@ fn wait_exited(pid: libc::pid_t) -> std::io::Result<()> {
 
 /// Wait for an already spawned child with a bound, killing it when the bound passes.
 pub fn wait_bounded(pid: libc::pid_t, started: Instant, timeout: Duration) -> Result<Ended> {
-    let (tx, rx) = mpsc::channel();
-    let waiter = std::thread::spawn(move || {
-        let result = wait_exited(pid);
-        let _ = tx.send((result, started.elapsed()));
-    });
-    let (exited, elapsed, timed_out) = match rx.recv_timeout(timeout) {
-        Ok((result, elapsed)) => (result, elapsed, false),
-        Err(_) => {
+    let (elapsed, timed_out) = match exited_within(pid, timeout) {
+        Some(true) => (started.elapsed(), false),
+        Some(false) => {
             // Still running past its bound, and not reaped (only wait4 below reaps), so the
             // pid is still this child's.
             // SAFETY: kill has no memory effects.
             unsafe { libc::kill(pid, libc::SIGKILL) };
-            let (result, elapsed) = rx
-                .recv_timeout(Duration::from_secs(10))
-                .context("a child killed with SIGKILL did not exit within 10 s")?;
-            (result, elapsed, true)
+            (started.elapsed(), true)
         }
+        None => wait_with_thread(pid, started, timeout)?,
     };
-    let _ = waiter.join();
-    exited.context("waiting for a child")?;
     let (exit, signal, max_rss_kb) = wait4(pid).context("reaping a child")?;
     Ok(Ended {
         exit,
@@ -120,18 +111,94 @@ pub fn wait_bounded(pid: libc::pid_t, started: Instant, timeout: Duration) -> Re
     })
 }
 
-/// Make a child die with its parent (PR_SET_PDEATHSIG, SIGKILL): no child of a driver,
-/// explore, chaos or bench outlives it, whatever ends it.
+/// Whether `pid` exits within `timeout`, by polling its pidfd (no thread, no reaping);
+/// `None` when the kernel has no pidfd_open.
+fn exited_within(pid: libc::pid_t, timeout: Duration) -> Option<bool> {
+    // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor or -1.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) } as libc::c_int;
+    if fd < 0 {
+        return None;
+    }
+    let deadline = Instant::now() + timeout;
+    let exited = loop {
+        let left_ms = deadline
+            .saturating_duration_since(Instant::now())
+            .as_millis();
+        let mut poll = libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: poll reads and writes only the one pollfd we own.
+        let r = unsafe { libc::poll(&mut poll, 1, left_ms.min(i32::MAX as u128) as libc::c_int) };
+        if r > 0 {
+            break true;
+        }
+        if r == 0 {
+            break false;
+        }
+        if std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
+            break false;
+        }
+    };
+    // SAFETY: fd is ours and closed once.
+    unsafe { libc::close(fd) };
+    Some(exited)
+}
+
+/// The same wait on a kernel without pidfds: a thread blocks in waitid (without reaping).
+fn wait_with_thread(
+    pid: libc::pid_t,
+    started: Instant,
+    timeout: Duration,
+) -> Result<(Duration, bool)> {
+    let (tx, rx) = mpsc::channel();
+    let waiter = std::thread::spawn(move || {
+        let result = wait_exited(pid);
+        let _ = tx.send((result, started.elapsed()));
+    });
+    let (exited, elapsed, timed_out) = match rx.recv_timeout(timeout) {
+        Ok((result, elapsed)) => (result, elapsed, false),
+        Err(_) => {
+            // SAFETY: kill has no memory effects; the pid is unreaped, so still this child's.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+            let (result, elapsed) = rx
+                .recv_timeout(Duration::from_secs(10))
+                .context("a child killed with SIGKILL did not exit within 10 s")?;
+            (result, elapsed, true)
+        }
+    };
+    let _ = waiter.join();
+    exited.context("waiting for a child")?;
+    Ok((elapsed, timed_out))
+}
+
+/// The environment variable through which a child learns which process it must die with.
+pub const PARENT_PID_ENV: &str = "CRASHLAB_PARENT_PID";
+
+/// Make a child die with its parent: no child of a driver, explore, chaos or bench run
+/// outlives it, whatever ends it. The child arms PR_SET_PDEATHSIG itself, first thing in
+/// `main` (`die_with_parent_if_asked`); a `pre_exec` hook would do the same, but it makes
+/// std fork the whole parent instead of spawning, which costs about a millisecond a child.
 pub fn die_with_parent(command: &mut Command) {
-    use std::os::unix::process::CommandExt;
-    // SAFETY: prctl is async-signal-safe and touches no memory of the parent.
+    command.env(PARENT_PID_ENV, std::process::id().to_string());
+}
+
+/// In a child started by `die_with_parent`: SIGKILL when the parent dies, and exit at once
+/// if it died before this line (then the parent is no longer the one that started us).
+pub fn die_with_parent_if_asked() {
+    let Ok(value) = std::env::var(PARENT_PID_ENV) else {
+        return;
+    };
+    let Ok(parent) = value.parse::<libc::pid_t>() else {
+        return;
+    };
+    // SAFETY: prctl and getppid have no memory effects.
     unsafe {
-        command.pre_exec(|| {
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
+        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+        if libc::getppid() != parent {
+            libc::_exit(128 + libc::SIGKILL);
+        }
     }
 }
 
