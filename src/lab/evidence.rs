@@ -221,7 +221,19 @@ pub fn git_state(checkout: &Path) -> Option<Git> {
             .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
     };
     let commit = git(&["rev-parse", "HEAD"])?;
-    let dirty =
-        git(&["status", "--porcelain", "--untracked-files=no"]).is_some_and(|s| !s.is_empty());
+    // Dirty means the sources differ from the commit (the files the manifest digests); an
+    // archive being regenerated under evidence/ does not make a run dirty.
+    let dirty = git(&[
+        "status",
+        "--porcelain",
+        "--untracked-files=all",
+        "--",
+        "src",
+        "Cargo.toml",
+        "Cargo.lock",
+        "build.rs",
+        "run-lab.sh",
+    ])
+    .is_some_and(|s| !s.is_empty());
     Some(Git { commit, dirty })
 }
