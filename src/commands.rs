@@ -142,17 +142,7 @@ pub fn dispatch(command: Command) -> Result<i32> {
                     state.queue.rejected, state.receiver.inbox, state.receiver.ledger
                 ));
             }
-            if let Some(stage) = stage {
-                let problems = stage.diff(&value);
-                if !problems.is_empty() {
-                    return Err(fail::failed(format!(
-                        "readback does not match stage {}: {}",
-                        stage.name,
-                        problems.join("; ")
-                    )));
-                }
-            }
-            Ok(fail::EXIT_OK)
+            check_stage(stage, &value)
         }
         Command::Intent {
             intents,
@@ -241,17 +231,7 @@ pub fn dispatch(command: Command) -> Result<i32> {
                     state.intents.attempts
                 ));
             }
-            if let Some(stage) = stage {
-                let problems = stage.diff(&value);
-                if !problems.is_empty() {
-                    return Err(fail::failed(format!(
-                        "readback does not match stage {}: {}",
-                        stage.name,
-                        problems.join("; ")
-                    )));
-                }
-            }
-            Ok(fail::EXIT_OK)
+            check_stage(stage, &value)
         }
         Command::DispatchPost {
             port,
@@ -420,4 +400,19 @@ fn expected_stage(
             )))
         }
     }
+}
+
+/// `--expect`: exit 1 with the field-by-field diff when the readback is not the stage.
+fn check_stage(stage: Option<lab::scenario::Stage>, readback: &serde_json::Value) -> Result<i32> {
+    if let Some(stage) = stage {
+        let problems = stage.diff(readback);
+        if !problems.is_empty() {
+            return Err(fail::failed(format!(
+                "readback does not match stage {}: {}",
+                stage.name,
+                problems.join("; ")
+            )));
+        }
+    }
+    Ok(fail::EXIT_OK)
 }
