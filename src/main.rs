@@ -47,11 +47,21 @@ fn usage_error(error: clap::Error) -> ! {
     ) {
         error.exit();
     }
+    // clap spreads one error over lines (a list of missing arguments, a tip, the usage);
+    // keep everything before the usage, on one line.
     let text = error.render().to_string();
-    let first = text
+    let parts: Vec<&str> = text
         .lines()
-        .find(|l| !l.trim().is_empty())
-        .unwrap_or("invalid arguments");
+        .map(str::trim)
+        .take_while(|l| !l.starts_with("Usage:") && !l.starts_with("For more information"))
+        .filter(|l| !l.is_empty())
+        .collect();
+    let joined = parts.join(" ");
+    let first = if joined.is_empty() {
+        "invalid arguments"
+    } else {
+        joined.as_str()
+    };
     let first = first.strip_prefix("error: ").unwrap_or(first);
     eprintln!("crashlab: {first} (see crashlab --help)");
     std::process::exit(fail::EXIT_USAGE);

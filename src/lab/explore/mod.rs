@@ -60,7 +60,7 @@ pub struct Args {
     #[arg(long, default_value_t = 10_000, value_name = "MS")]
     pub step_timeout_ms: u64,
     /// Where the cases' databases live while they run (default: /dev/shm when it is a
-    /// writable directory, else the system's temp dir); see docs/explore.md on fsync
+    /// writable directory, else the system's temp dir); see README, "What each crash mode does and does not flush"
     #[arg(long, value_name = "DIR")]
     pub work_dir: Option<PathBuf>,
 }
