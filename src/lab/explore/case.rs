@@ -336,36 +336,15 @@ pub fn run(def: &CaseDef, env: &Env<'_>) -> Result<CaseResult> {
         "recovery runs a bounded number of rounds"
     );
 
-    // Every process but the crashed one must end well; anything else makes the case an error.
-    let mut error = false;
-    for (i, r) in ran.iter().enumerate() {
-        let armed = processes[i].crash_point.is_some();
-        // A hang is the crash of `--crash-mode hang`: the timeout's SIGKILL ends it.
-        let hung = armed && env.mode == Mode::Hang && r.crashed_line;
-        if r.ended.timed_out && !hung {
-            error = true;
-            problems.push(format!(
-                "{}: killed after the {} ms step timeout",
-                r.name,
-                env.timeout.as_millis()
-            ));
-        } else if !armed && r.ended.exit != fail::EXIT_OK {
-            error = true;
-            problems.push(format!("{}: exit {}, expected 0", r.name, r.ended.exit));
-        } else if !armed && r.stdout.lines().any(|l| l.starts_with("CRASH ")) {
-            error = true;
-            problems.push(format!(
-                "{}: a CRASH line in a process with no crash",
-                r.name
-            ));
-        } else if armed && !crashed && r.ended.exit != fail::EXIT_OK {
-            error = true;
-            problems.push(format!(
-                "{}: exit {} without its CRASH line",
-                r.name, r.ended.exit
-            ));
-        }
-    }
+    let endings = ran.iter().enumerate().map(|(i, r)| Ending {
+        name: &r.name,
+        ended: &r.ended,
+        stdout: &r.stdout,
+        armed: processes[i].crash_point.is_some(),
+        crashed_line: r.crashed_line,
+        expected_exit: fail::EXIT_OK,
+    });
+    let error = endings_wrong(endings, crashed, env, &mut problems);
     if def.crash.is_some() && def.expect_reached && !crashed {
         problems.push(format!(
             "the probe reached {} at least {} times, this case never crashed there",
@@ -511,4 +490,58 @@ pub fn settle(
         problems.extend(reasons);
     }
     (status, invariants)
+}
+
+/// How one process of a case ended, beside the exit it had to end with.
+pub struct Ending<'a> {
+    pub name: &'a str,
+    pub ended: &'a process::Ended,
+    pub stdout: &'a str,
+    pub armed: bool,
+    pub crashed_line: bool,
+    pub expected_exit: i32,
+}
+
+/// Every process but the crashed one must end as expected; anything else makes the case an
+/// error. One problem per process that did not; true when any did not.
+pub fn endings_wrong<'a>(
+    endings: impl IntoIterator<Item = Ending<'a>>,
+    crashed: bool,
+    env: &Env<'_>,
+    problems: &mut Vec<String>,
+) -> bool {
+    let mut error = false;
+    for e in endings {
+        // A hang is the crash of `--crash-mode hang`: the timeout's SIGKILL ends it.
+        let hung = e.armed && env.mode == Mode::Hang && e.crashed_line;
+        let problem = if e.ended.timed_out && !hung {
+            Some(format!(
+                "{}: killed after the {} ms step timeout",
+                e.name,
+                env.timeout.as_millis()
+            ))
+        } else if !e.armed && e.ended.exit != e.expected_exit {
+            Some(format!(
+                "{}: exit {}, expected {}",
+                e.name, e.ended.exit, e.expected_exit
+            ))
+        } else if !e.armed && e.stdout.lines().any(|l| l.starts_with("CRASH ")) {
+            Some(format!(
+                "{}: a CRASH line in a process with no crash",
+                e.name
+            ))
+        } else if e.armed && !crashed && e.ended.exit != fail::EXIT_OK {
+            Some(format!(
+                "{}: exit {} without its CRASH line",
+                e.name, e.ended.exit
+            ))
+        } else {
+            None
+        };
+        if let Some(problem) = problem {
+            error = true;
+            problems.push(problem);
+        }
+    }
+    error
 }

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use serde::Serialize;
 
-use crate::crash::{self, Mode};
+use crate::crash;
 use crate::dispatch::readback;
 use crate::dispatch::schema::{HISTORY, INTENTS, RECEIPTS, RECEIVER};
 use crate::fail;
@@ -724,38 +724,15 @@ pub fn run(def: &Case, env: &Env<'_>) -> Result<CaseResult> {
         rec.processes[i].expected_exit = expected;
     }
 
-    // Every process but the crashed one must end as expected; anything else is an error.
-    let mut error = false;
-    for (i, r) in rec.ran.iter().enumerate() {
-        let expected = rec.processes[i].expected_exit;
-        let hung = r.armed && env.mode == Mode::Hang && r.crashed_line;
-        if r.ended.timed_out && !hung {
-            error = true;
-            problems.push(format!(
-                "{}: killed after the {} ms step timeout",
-                r.name,
-                env.timeout.as_millis()
-            ));
-        } else if !r.armed && r.ended.exit != expected {
-            error = true;
-            problems.push(format!(
-                "{}: exit {}, expected {expected}",
-                r.name, r.ended.exit
-            ));
-        } else if !r.armed && r.stdout.lines().any(|l| l.starts_with("CRASH ")) {
-            error = true;
-            problems.push(format!(
-                "{}: a CRASH line in a process with no crash",
-                r.name
-            ));
-        } else if r.armed && !crashed && r.ended.exit != fail::EXIT_OK {
-            error = true;
-            problems.push(format!(
-                "{}: exit {} without its CRASH line",
-                r.name, r.ended.exit
-            ));
-        }
-    }
+    let endings = rec.ran.iter().enumerate().map(|(i, r)| case::Ending {
+        name: &r.name,
+        ended: &r.ended,
+        stdout: &r.stdout,
+        armed: r.armed,
+        crashed_line: r.crashed_line,
+        expected_exit: rec.processes[i].expected_exit,
+    });
+    let error = case::endings_wrong(endings, crashed, env, &mut problems);
     if def.crash.is_some() && def.expect_reached && !crashed {
         problems.push(format!(
             "the probe reached {} at least {} times, this case never crashed there",
