@@ -2,22 +2,16 @@
 //!
 //! No test asserts a timing; each asserts effects that a broken design would get wrong.
 
+mod common;
+use common::crashlab;
+
 use std::path::Path;
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
 const EXE: &str = env!("CARGO_BIN_EXE_crashlab");
-
-fn crashlab(dir: &Path, args: &[&str]) -> Output {
-    Command::new(EXE)
-        .args(args)
-        .current_dir(dir)
-        .stdin(Stdio::null())
-        .output()
-        .expect("crashlab runs")
-}
 
 fn ok(dir: &Path, args: &[&str]) -> String {
     let out = crashlab(dir, args);

@@ -2,7 +2,7 @@
 //! SQLite files. No timing assertions: every wait is bounded and only its outcome counts.
 
 mod common;
-use common::marked_processes;
+use common::{crashlab, marked_processes, stderr, stdout};
 
 use std::fs;
 use std::io::{Read, Write};
@@ -15,25 +15,8 @@ use serde_json::Value;
 
 const EXE: &str = env!("CARGO_BIN_EXE_crashlab");
 
-fn crashlab(dir: &Path, args: &[&str]) -> Output {
-    Command::new(EXE)
-        .args(args)
-        .current_dir(dir)
-        .stdin(Stdio::null())
-        .output()
-        .expect("crashlab runs")
-}
-
 fn code(output: &Output) -> i32 {
     output.status.code().expect("exited, not signalled")
-}
-
-fn stderr(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stderr).into_owned()
-}
-
-fn stdout(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stdout).into_owned()
 }
 
 /// A receiver started by the test, killed when dropped.

@@ -10,6 +10,7 @@ pub fn crashlab(cwd: &Path, args: &[&str]) -> Output {
     Command::new(BIN)
         .args(args)
         .current_dir(cwd)
+        .stdin(std::process::Stdio::null())
         .output()
         .expect("the crashlab binary runs")
 }

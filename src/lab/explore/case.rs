@@ -358,18 +358,11 @@ pub fn run(def: &CaseDef, env: &Env<'_>) -> Result<CaseResult> {
         .map(|r| (r.name.clone(), r.stdout.clone()))
         .collect();
     let judgement = check::judge(&observed, &stdouts);
-    let verdicts = Verdicts {
-        no_lost_effect: judgement.no_lost_effect,
-        no_duplicate_effect: judgement.no_duplicate_effect,
-        nothing_stuck: judgement.nothing_stuck,
-        acknowledged_durable: judgement.acknowledged_durable,
-    };
     let (status, invariants) = settle(
         error,
         def.crash.is_some(),
         crashed,
-        &verdicts,
-        judgement.problems.clone(),
+        &judgement,
         &mut problems,
     );
 
@@ -448,24 +441,15 @@ pub fn keep_databases(work: &Path, to: &PathBuf, databases: &[&str]) -> Result<(
     Ok(())
 }
 
-/// The four end-to-end verdicts of a case, whichever lab's checker gave them.
-pub struct Verdicts {
-    pub no_lost_effect: bool,
-    pub no_duplicate_effect: bool,
-    pub nothing_stuck: bool,
-    pub acknowledged_durable: bool,
-}
-
 /// A case's status and invariants from how it ran and what its checker found: an error
 /// judges nothing, an armed point that never crashed is not reached (never a pass), and
 /// otherwise every invariant counts. The checker's reasons join `problems` only when the
 /// invariants were judged.
-pub fn settle(
+pub fn settle<C>(
     error: bool,
     armed: bool,
     crashed: bool,
-    verdicts: &Verdicts,
-    reasons: Vec<String>,
+    judgement: &check::Judgement<C>,
     problems: &mut Vec<String>,
 ) -> (Status, Invariants) {
     let reached_ok = crashed && problems.is_empty();
@@ -476,10 +460,10 @@ pub fn settle(
     } else {
         let invariants = Invariants {
             reached: armed.then_some(reached_ok),
-            no_lost_effect: Some(verdicts.no_lost_effect),
-            no_duplicate_effect: Some(verdicts.no_duplicate_effect),
-            nothing_stuck: Some(verdicts.nothing_stuck),
-            acknowledged_durable: Some(verdicts.acknowledged_durable),
+            no_lost_effect: Some(judgement.no_lost_effect),
+            no_duplicate_effect: Some(judgement.no_duplicate_effect),
+            nothing_stuck: Some(judgement.nothing_stuck),
+            acknowledged_durable: Some(judgement.acknowledged_durable),
         };
         let all = Invariant::ALL
             .iter()
@@ -487,7 +471,7 @@ pub fn settle(
         (if all { Status::Holds } else { Status::Breaks }, invariants)
     };
     if matches!(status, Status::Holds | Status::Breaks) {
-        problems.extend(reasons);
+        problems.extend(judgement.problems.iter().cloned());
     }
     (status, invariants)
 }

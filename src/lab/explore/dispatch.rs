@@ -252,16 +252,8 @@ fn cross_check(work: &Path, o: &Observed) -> Result<()> {
     Ok(())
 }
 
-/// The four file invariants of one case, its counts, and why each broken one broke.
-#[derive(Debug, Clone, Default)]
-pub struct Judgement {
-    pub no_lost_effect: bool,
-    pub no_duplicate_effect: bool,
-    pub nothing_stuck: bool,
-    pub acknowledged_durable: bool,
-    pub counts: Counts,
-    pub problems: Vec<String>,
-}
+/// The four file invariants of one case, its lab 13 counts, and why each broken one broke.
+pub type Judgement = crate::lab::explore::check::Judgement<Counts>;
 
 pub fn judge(o: &Observed, stdouts: &[(String, String)]) -> Judgement {
     let mut j = Judgement::default();
@@ -747,18 +739,11 @@ pub fn run(def: &Case, env: &Env<'_>) -> Result<CaseResult> {
         .map(|r| (r.name.clone(), r.stdout.clone()))
         .collect();
     let judgement = judge(&observed, &stdouts);
-    let verdicts = case::Verdicts {
-        no_lost_effect: judgement.no_lost_effect,
-        no_duplicate_effect: judgement.no_duplicate_effect,
-        nothing_stuck: judgement.nothing_stuck,
-        acknowledged_durable: judgement.acknowledged_durable,
-    };
     let (status, invariants) = case::settle(
         error,
         def.crash.is_some(),
         crashed,
-        &verdicts,
-        judgement.problems.clone(),
+        &judgement,
         &mut problems,
     );
 
