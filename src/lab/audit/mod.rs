@@ -1,0 +1,133 @@
+//! `crashlab audit DIR`: re-check a run's evidence offline.
+//!
+//! It reads only DIR (and, for the source comparison, the checkout) and reports every problem,
+//! not just the first: (1) manifest digests, and nothing unlisted; (2) every process exited as
+//! expected and showed its crash or conflict line; (3) the claims: each readback is re-read
+//! from raw stdout and checked against the lab's own stage definitions (the same data the
+//! driver used); (4) database-files.json covers every step and readbacks changed no logical
+//! digest; (5) sources compared with the checkout.
+
+mod chaos;
+mod database;
+mod manifest;
+mod read;
+mod report;
+mod run;
+mod sources;
+
+use std::path::Path;
+
+use serde::Serialize;
+
+use crate::fail;
+use crate::lab;
+use crate::lab::evidence::{self, Manifest, Processes, Results};
+use crate::lab::files::FileRow;
+
+pub use report::run;
+
+use read::read_json;
+
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct Problem {
+    pub file: String,
+    pub problem: String,
+}
+
+#[derive(Debug, Default, Serialize)]
+pub struct Report {
+    pub ok: bool,
+    pub lab: Option<String>,
+    pub processes: usize,
+    pub crashes: usize,
+    pub conflicts: usize,
+    pub study: Vec<String>,
+    /// `lab`, or `chaos` for a chaos run.
+    pub kind: String,
+    /// The PASS line's description, when the kind writes its own.
+    #[serde(skip)]
+    pub summary: String,
+    /// `match`, `differ`, or `no checkout`.
+    pub sources: String,
+    pub sources_changed: Vec<String>,
+    pub problems: Vec<Problem>,
+}
+
+impl Report {
+    pub(crate) fn problem(&mut self, file: &str, problem: impl Into<String>) {
+        self.problems.push(Problem {
+            file: file.to_string(),
+            problem: problem.into(),
+        });
+    }
+}
+
+pub fn audit(dir: &Path, strict_sources: bool) -> Report {
+    let mut report = Report {
+        sources: "not compared (no manifest)".to_string(),
+        kind: "lab".to_string(),
+        ..Report::default()
+    };
+    if !dir.is_dir() {
+        report.problem(
+            &dir.display().to_string(),
+            "not a directory: nothing to audit",
+        );
+        return report;
+    }
+    let manifest: Option<Manifest> = read_json(&mut report, dir, evidence::MANIFEST);
+    if let Some(m) = &manifest {
+        manifest::check_files(&mut report, dir, m);
+    }
+    if dir.join(EXPLORE).is_file() {
+        // An explore run: its files are checked against the manifest; the cases' verdicts
+        // are not re-derived here (each case keeps its databases only when it broke).
+        report.kind = "explore".to_string();
+        let explore: Option<serde_json::Value> = read_json(&mut report, dir, EXPLORE);
+        if let Some(e) = explore {
+            let lab = e["lab"].as_str().unwrap_or("?").to_string();
+            report.lab = Some(lab.clone());
+            report.summary = format!(
+                "explore {}, {} files, hashes (the cases' claims are not re-checked by the audit)",
+                lab.split('-').next().unwrap_or("?"),
+                manifest.as_ref().map_or(0, |m| m.files.len())
+            );
+        }
+        if let Some(m) = &manifest {
+            sources::check_sources(&mut report, dir, m, strict_sources);
+        }
+        report.ok = report.problems.is_empty();
+        return report;
+    }
+    if dir.join(CHAOS).is_file() {
+        let processes: Option<Processes> = read_json(&mut report, dir, evidence::PROCESSES);
+        if let Some(p) = &processes {
+            chaos::check_chaos(&mut report, dir, p);
+        }
+        if let Some(m) = &manifest {
+            sources::check_sources(&mut report, dir, m, strict_sources);
+        }
+        report.ok = report.problems.is_empty();
+        return report;
+    }
+    let processes: Option<Processes> = read_json(&mut report, dir, evidence::PROCESSES);
+    let results: Option<Results> = read_json(&mut report, dir, evidence::RESULTS);
+    let rows: Option<Vec<FileRow>> = read_json(&mut report, dir, evidence::DATABASE_FILES);
+    if let Some(p) = &processes {
+        match lab::find(&p.lab) {
+            Ok(lab) => run::check_run(&mut report, dir, lab, p, results.as_ref(), rows.as_deref()),
+            Err(e) => report.problem(evidence::PROCESSES, fail::one_line(&e)),
+        }
+    }
+    if let Some(m) = &manifest {
+        sources::check_sources(&mut report, dir, m, strict_sources);
+    }
+    report.ok = report.problems.is_empty();
+    report
+}
+
+/// The report of a `crashlab chaos` run; its presence marks a chaos evidence directory.
+pub(crate) const CHAOS: &str = "chaos.json";
+pub(crate) const KILLS: &str = "kills.json";
+/// The report of a `crashlab explore` run.
+pub(crate) const EXPLORE: &str = "explore.json";

@@ -1,0 +1,57 @@
+//! The audit's output: one line per problem, the sources line, and PASS or FAIL.
+
+use std::path::Path;
+
+use anyhow::Result;
+
+use super::audit;
+use crate::fail;
+
+pub fn run(dir: &Path, json: bool, strict_sources: bool) -> Result<i32> {
+    if !dir.exists() {
+        return Err(fail::usage(format!("{} does not exist", dir.display())));
+    }
+    let report = audit(dir, strict_sources);
+    if json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        for p in &report.problems {
+            println!("{}: {}", p.file, p.problem);
+        }
+        match report.sources.as_str() {
+            "differ" => println!("sources: differ: {}", report.sources_changed.join(", ")),
+            other => println!("sources: {other}"),
+        }
+        if report.ok && !report.summary.is_empty() {
+            println!("PASS: {}", report.summary);
+        } else if report.ok {
+            let lab = report
+                .lab
+                .as_deref()
+                .map_or("?".to_string(), |l| l.replacen('-', " (", 1) + ")");
+            let study = if report.study.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    ", study with moved crash {} (its failures as recorded)",
+                    report.study.join(", ")
+                )
+            };
+            println!(
+                "PASS: lab {lab}, {} processes, {} crashes, {} conflict{}, claims, hashes{study}",
+                report.processes,
+                report.crashes,
+                report.conflicts,
+                if report.conflicts == 1 { "" } else { "s" }
+            );
+        } else {
+            let n = report.problems.len();
+            println!("FAIL: {n} problem{}", if n == 1 { "" } else { "s" });
+        }
+    }
+    Ok(if report.ok {
+        fail::EXIT_OK
+    } else {
+        fail::EXIT_FAILED
+    })
+}
