@@ -155,7 +155,7 @@ fn an_edited_exit_is_caught_by_the_process_check() {
         "{out}"
     );
     assert!(
-        !out.contains("sha256"),
+        !out.contains("differs from manifest.json"),
         "the manifest was fixed up: only the exit check catches it: {out}"
     );
 }
@@ -239,9 +239,25 @@ fn malformed_truncated_and_foreign_directories_fail_cleanly() {
         "{out}"
     );
 
+    // A directory holding none of the files a run writes is not evidence: one line, exit 2.
     let empty = scratch.path().join("empty");
     fs::create_dir(&empty).unwrap();
-    let (code, out) = audit(&empty, &[]);
+    fs::write(empty.join("notes.txt"), "not evidence").unwrap();
+    let out = crashlab(Path::new("."), &["audit", empty.to_str().unwrap()]);
+    assert_eq!(common::code(&out), 2);
+    assert_eq!(
+        stderr(&out),
+        format!(
+            "crashlab: {} is not a crashlab evidence directory (no manifest.json)\n",
+            empty.display()
+        )
+    );
+    assert!(stdout(&out).is_empty(), "{}", stdout(&out));
+    // Evidence that lost its manifest is still evidence: its problems are listed.
+    let dir = scratch.path().join("no-manifest");
+    copy_dir(&archive(), &dir);
+    fs::remove_file(dir.join("manifest.json")).unwrap();
+    let (code, out) = audit(&dir, &[]);
     assert_eq!(code, 1);
     assert!(out.contains("manifest.json: missing"), "{out}");
 
@@ -252,11 +268,13 @@ fn malformed_truncated_and_foreign_directories_fail_cleanly() {
     assert!(stderr(&out).contains("does not exist"), "{}", stderr(&out));
     let file = scratch.path().join("file.txt");
     fs::write(&file, "not evidence").unwrap();
-    let (code_file, out) = audit(&file, &[]);
-    assert_eq!(code_file, 1);
+    let out = crashlab(Path::new("."), &["audit", file.to_str().unwrap()]);
+    assert_eq!(common::code(&out), 2);
     assert!(
-        out.contains("not a directory") && out.contains("FAIL: 1 problem"),
-        "{out}"
+        stderr(&out).contains("is not a crashlab evidence directory (not a directory)")
+            && stderr(&out).lines().count() == 1,
+        "{}",
+        stderr(&out)
     );
 
     let dir = scratch.path().join("lab");
@@ -300,7 +318,10 @@ fn a_moved_crash_study_audits_as_recorded() {
     fix_manifest(&out, "results.json");
     let (code, text) = audit(&out, &[]);
     assert_eq!(code, 1, "{text}");
-    assert!(text.contains("after-consume: recorded []"), "{text}");
+    assert!(
+        text.contains("results.json: after-consume: problems recorded []"),
+        "{text}"
+    );
 }
 
 #[test]

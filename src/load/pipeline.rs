@@ -140,7 +140,7 @@ pub fn create_files(work: &Path) -> Result<()> {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Kind {
+pub enum Kind {
     Sender,
     Publisher,
     Consumer,
@@ -204,7 +204,8 @@ pub enum Logs {
 
 pub const LOGS: &str = "logs";
 
-fn role_argv(kind: Kind, plan: &Plan, consumer: usize) -> Vec<String> {
+/// A role's arguments after `crashlab` (the audit rebuilds them to check a chaos run's argv).
+pub fn role_argv(kind: Kind, plan: &Plan, consumer: usize) -> Vec<String> {
     let batch = plan.batch.to_string();
     let strings = |v: &[&str]| {
         let mut argv = if plan.trace {

@@ -1,139 +1,285 @@
-//! Check 4: database-files.json against the steps, and kept databases against their rows.
+//! database-files.json: exactly the rows the driver writes (every database of the lab after
+//! every step of every scenario, in order, each followed by the side files that existed),
+//! each well formed, all consistent with one another, and no readback changing a database.
 
-use std::collections::{BTreeMap, BTreeSet};
-use std::path::Path;
+use std::collections::BTreeMap;
 
+use serde::Deserialize;
+
+use super::tree::Tree;
 use super::Report;
 use crate::lab::evidence;
-use crate::lab::files::{sha256_file, FileRow};
-use crate::lab::scenario::{Expect, Step};
+use crate::lab::files::SIDE_SUFFIXES;
+use crate::lab::scenario::{Expect, Scenario};
 use crate::lab::Lab;
 
-/// Databases kept with `--keep-db` must be the files the last row of each describes: the
-/// same raw bytes, and the same rows (logical digest, read without touching them).
-pub(super) fn check_kept(
-    report: &mut Report,
-    dir: &Path,
-    lab: &Lab,
-    scenarios: &[crate::lab::scenario::Scenario],
-    rows: &[FileRow],
-) {
-    for scenario in scenarios {
-        let kept = match &scenario.dir {
-            Some(sub) => dir.join("db").join(sub),
-            None => dir.join("db"),
-        };
-        if !kept.is_dir() {
-            continue;
+const F: &str = evidence::DATABASE_FILES;
+/// SHA-256 of no bytes: an empty side file's digest.
+const EMPTY_SHA256: &str = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
+/// Problems reported for the order of rows: one edit shifts everything after it.
+const ORDER_PROBLEMS_MAX: usize = 10;
+
+/// One row, read strictly: a field the driver does not write is a malformed row.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Row {
+    pub scenario: String,
+    pub after_step: String,
+    pub file: String,
+    pub exists: bool,
+    pub bytes: u64,
+    pub sha256: Option<String>,
+    pub logical_sha256: Option<String>,
+}
+
+pub(super) fn load(report: &mut Report, tree: &Tree) -> Option<Vec<Row>> {
+    tree.json(report, F)
+}
+
+fn hex64(v: &Option<String>) -> bool {
+    v.as_ref().is_some_and(|h| {
+        h.len() == 64
+            && h.bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    })
+}
+
+/// The database a row is about and its suffix (`""` for the database itself).
+fn split<'a>(file: &'a str, databases: &[&'a str]) -> Option<(&'a str, &'a str)> {
+    databases.iter().find_map(|db| {
+        let rest = file.strip_prefix(db)?;
+        (rest.is_empty() || SIDE_SUFFIXES.contains(&rest)).then_some((*db, rest))
+    })
+}
+
+pub(super) fn check_rows(report: &mut Report, lab: &Lab, scenarios: &[Scenario], rows: &[Row]) {
+    order(report, lab, scenarios, rows);
+    for (index, row) in rows.iter().enumerate() {
+        well_formed(report, lab, index, row);
+    }
+    consistent(report, lab, rows);
+    readbacks_write_nothing(report, lab, scenarios, rows);
+}
+
+/// The rows in the driver's order: per scenario, per step, per database, then its side files
+/// in the order `-wal`, `-shm`, `-journal` (those that existed).
+fn order(report: &mut Report, lab: &Lab, scenarios: &[Scenario], rows: &[Row]) {
+    let mut at = 0usize;
+    let mut said = 0usize;
+    let mut say = |report: &mut Report, text: String| {
+        said += 1;
+        if said <= ORDER_PROBLEMS_MAX {
+            report.problem(F, text);
         }
-        for db in lab.databases {
-            let rel = match &scenario.dir {
-                Some(sub) => format!("db/{sub}/{db}"),
-                None => format!("db/{db}"),
-            };
-            let last = rows
-                .iter()
-                .rev()
-                .find(|r| r.scenario == scenario.name && r.file == *db);
-            let path = kept.join(db);
-            match (last, path.is_file()) {
-                (Some(row), true) => {
-                    if let Ok((_, sha)) = sha256_file(&path) {
-                        if row.sha256.as_deref() != Some(sha.as_str()) {
-                            report.problem(&rel, format!("sha256 {sha} is not the last recorded one of {db} in database-files.json"));
+    };
+    let key = |r: &Row| format!("{}/{} {}", r.scenario, r.after_step, r.file);
+    for scenario in scenarios {
+        for step in &scenario.steps {
+            for db in lab.databases {
+                let want = format!("{}/{} {db}", scenario.name, step.name);
+                match rows.get(at) {
+                    Some(r) if key(r) == want => at += 1,
+                    _ => {
+                        // Rows before the one expected are extra; a row never found was dropped.
+                        match rows[at.min(rows.len())..]
+                            .iter()
+                            .position(|r| key(r) == want)
+                        {
+                            Some(skip) => {
+                                for r in &rows[at..at + skip] {
+                                    say(
+                                        report,
+                                        format!(
+                                            "row {} ({}) is not where the run writes it",
+                                            at + 1,
+                                            key(r)
+                                        ),
+                                    );
+                                    at += 1;
+                                }
+                                at += 1;
+                            }
+                            None => {
+                                say(
+                                    report,
+                                    format!(
+                                        "no row for {db} after {}/{}",
+                                        scenario.name, step.name
+                                    ),
+                                );
+                                continue;
+                            }
                         }
                     }
-                    let logical = crate::lab::files::logical_sha256_of_copy(&path).ok();
-                    if logical != row.logical_sha256 {
-                        report.problem(
-                            &rel,
+                }
+                let mut last_suffix: Option<usize> = None;
+                while let Some(r) = rows.get(at) {
+                    let Some(suffix) = SIDE_SUFFIXES
+                        .iter()
+                        .position(|s| key(r) == format!("{want}{s}"))
+                    else {
+                        break;
+                    };
+                    if last_suffix.is_some_and(|l| l >= suffix) {
+                        say(
+                            report,
                             format!(
-                                "its rows differ from the last recorded logical_sha256 of {db}"
+                                "row {} ({}) repeats or reorders a side file",
+                                at + 1,
+                                key(r)
                             ),
                         );
                     }
+                    last_suffix = Some(suffix);
+                    at += 1;
                 }
-                (Some(row), false) if row.exists => {
-                    report.problem(&rel, "missing, though the last step left it")
-                }
-                _ => {}
+            }
+        }
+    }
+    for (i, r) in rows.iter().enumerate().skip(at) {
+        say(
+            report,
+            format!("row {} ({}) is not one the run writes", i + 1, key(r)),
+        );
+    }
+    if said > ORDER_PROBLEMS_MAX {
+        report.problem(
+            F,
+            format!("and {} more rows out of place", said - ORDER_PROBLEMS_MAX),
+        );
+    }
+}
+
+fn well_formed(report: &mut Report, lab: &Lab, index: usize, row: &Row) {
+    let at = format!("row {} ({} after {})", index + 1, row.file, row.after_step);
+    let Some((_, suffix)) = split(&row.file, lab.databases) else {
+        report.problem(F, format!("{at}: not a file of lab {}", lab.full_name()));
+        return;
+    };
+    let database = suffix.is_empty();
+    match (row.exists, database) {
+        (false, true) => {
+            if row.bytes != 0 || row.sha256.is_some() || row.logical_sha256.is_some() {
+                report.problem(
+                    F,
+                    format!("{at}: does not exist, yet has a size or a digest"),
+                );
+            }
+        }
+        (false, false) => report.problem(
+            F,
+            format!("{at}: a side file is listed only when it exists"),
+        ),
+        (true, _) => {
+            if !hex64(&row.sha256) {
+                report.problem(
+                    F,
+                    format!("{at}: exists but lacks a well-formed size or digest"),
+                );
+            }
+            let empty = row.sha256.as_deref() == Some(EMPTY_SHA256);
+            if (row.bytes == 0) != empty {
+                report.problem(
+                    F,
+                    format!(
+                        "{at}: {} bytes disagree with sha256 {}",
+                        row.bytes,
+                        row.sha256.as_deref().unwrap_or("none")
+                    ),
+                );
+            }
+            if database && (!hex64(&row.logical_sha256) || row.bytes == 0) {
+                report.problem(
+                    F,
+                    format!("{at}: exists but lacks a well-formed size or digest"),
+                );
+            }
+            if !database && row.logical_sha256.is_some() {
+                report.problem(F, format!("{at}: a side file has no logical digest"));
             }
         }
     }
 }
 
-/// Check 4: a row for every database after every step; readbacks leave logical digests alone.
-pub(super) fn check_database_files(
-    report: &mut Report,
-    lab: &Lab,
-    steps: &[(&str, &Step)],
-    rows: &[FileRow],
-) {
-    const F: &str = evidence::DATABASE_FILES;
-    let mut by_step: BTreeMap<(&str, &str, &str), &FileRow> = BTreeMap::new();
-    for row in rows {
-        by_step.insert(
-            (
-                row.scenario.as_str(),
-                row.after_step.as_str(),
-                row.file.as_str(),
-            ),
-            row,
-        );
-    }
-    let known: BTreeSet<(&str, &str)> = steps
-        .iter()
-        .map(|(s, step)| (*s, step.name.as_str()))
-        .collect();
-    for row in rows {
-        if !known.contains(&(row.scenario.as_str(), row.after_step.as_str())) {
-            report.problem(
-                F,
-                format!("row for unknown step {}/{}", row.scenario, row.after_step),
-            );
-        }
-    }
-    let mut previous: Option<(&str, &str)> = None;
-    for (scenario, step) in steps {
-        for db in lab.databases {
-            let Some(row) = by_step.get(&(*scenario, step.name.as_str(), *db)) else {
-                report.problem(F, format!("no row for {db} after step {}", step.name));
-                continue;
-            };
-            let hex = |v: &Option<String>| {
-                v.as_ref()
-                    .is_some_and(|h| h.len() == 64 && h.bytes().all(|b| b.is_ascii_hexdigit()))
-            };
-            if row.exists && (!hex(&row.sha256) || !hex(&row.logical_sha256) || row.bytes == 0) {
-                report.problem(
+/// One raw digest is one content: the same sha256 has the same size everywhere, and a
+/// database with the same bytes and the same WAL has the same rows.
+fn consistent(report: &mut Report, lab: &Lab, rows: &[Row]) {
+    let mut sizes: BTreeMap<&str, u64> = BTreeMap::new();
+    let mut logical: BTreeMap<(String, Option<String>), &str> = BTreeMap::new();
+    let mut wal: BTreeMap<(&str, &str, &str), &str> = BTreeMap::new();
+    for r in rows {
+        if let (Some(sha), true) = (r.sha256.as_deref(), r.exists) {
+            match sizes.get(sha) {
+                Some(bytes) if *bytes != r.bytes => report.problem(
                     F,
                     format!(
-                        "{db} after {}: exists but lacks a well-formed size or digest",
-                        step.name
+                        "{} after {}: sha256 {sha} with {} bytes, elsewhere {bytes}",
+                        r.file, r.after_step, r.bytes
                     ),
-                );
-            }
-            if row.exists && (row.sha256.is_none() || row.logical_sha256.is_none()) {
-                report.problem(
-                    F,
-                    format!("{db} after {}: exists but lacks a digest", step.name),
-                );
-            }
-            let is_readback = matches!(step.expect, Expect::Readback(_));
-            if let (true, Some((prev_scenario, prev_step))) = (is_readback, previous) {
-                if prev_scenario == *scenario {
-                    let before = by_step
-                        .get(&(prev_scenario, prev_step, *db))
-                        .and_then(|r| r.logical_sha256.as_ref());
-                    if before != row.logical_sha256.as_ref() {
-                        report.problem(
-                            F,
-                            format!("{db}: logical_sha256 changed across readback step {} (readbacks are read-only)", step.name),
-                        );
-                    }
+                ),
+                _ => {
+                    sizes.insert(sha, r.bytes);
                 }
             }
         }
-        previous = Some((scenario, step.name.as_str()));
+        if let Some(db) = r.file.strip_suffix("-wal") {
+            if let Some(sha) = r.sha256.as_deref() {
+                wal.insert((r.scenario.as_str(), r.after_step.as_str(), db), sha);
+            }
+        }
+    }
+    for r in rows {
+        let (Some(sha), Some(digest)) = (r.sha256.as_ref(), r.logical_sha256.as_deref()) else {
+            continue;
+        };
+        if split(&r.file, lab.databases).is_none_or(|(_, s)| !s.is_empty()) {
+            continue;
+        }
+        let with = wal
+            .get(&(r.scenario.as_str(), r.after_step.as_str(), r.file.as_str()))
+            .map(|s| s.to_string());
+        let key = (sha.clone(), with);
+        match logical.get(&key) {
+            Some(other) if *other != digest => report.problem(
+                F,
+                format!(
+                    "{} after {}: the same file and WAL as elsewhere, yet another logical_sha256",
+                    r.file, r.after_step
+                ),
+            ),
+            _ => {
+                logical.insert(key, digest);
+            }
+        }
+    }
+}
+
+/// A readback opens every file read-only: each database holds the same rows before and after
+/// it. (Not always the same bytes: pages and WAL frames may move, as the archives show,
+/// while no row changes.)
+fn readbacks_write_nothing(report: &mut Report, lab: &Lab, scenarios: &[Scenario], rows: &[Row]) {
+    let mut by: BTreeMap<(&str, &str, &str), &Row> = BTreeMap::new();
+    for r in rows {
+        by.insert((&r.scenario, &r.after_step, &r.file), r);
+    }
+    for scenario in scenarios {
+        for pair in scenario.steps.windows(2) {
+            let (before, step) = (&pair[0], &pair[1]);
+            if !matches!(step.expect, Expect::Readback(_)) {
+                continue;
+            }
+            for db in lab.databases {
+                let digest = |after: &str| {
+                    by.get(&(scenario.name.as_str(), after, *db))
+                        .and_then(|r| r.logical_sha256.as_ref())
+                };
+                if digest(&before.name) != digest(&step.name) {
+                    report.problem(
+                        F,
+                        format!("{db}: logical_sha256 changed across readback step {} (readbacks are read-only)", step.name),
+                    );
+                }
+            }
+        }
     }
 }

@@ -1,43 +1,45 @@
 //! Check 1: the manifest's digests, and nothing unlisted.
 
-use std::path::Path;
+use sha2::{Digest, Sha256};
 
-use super::read::inside;
+use super::tree::{plain, Tree};
 use super::Report;
 use crate::lab::evidence::{self, Manifest};
-use crate::lab::files::sha256_file;
+use crate::outbox::model::hex;
 
-/// Check 1: every listed file has its digest, and every file is listed.
-pub(super) fn check_files(report: &mut Report, dir: &Path, manifest: &Manifest) {
+/// Every listed file has its digest, and every file is listed.
+pub(super) fn check_files(report: &mut Report, tree: &Tree, manifest: &Manifest) {
     for (rel, expected) in &manifest.files {
-        let Some(path) = inside(dir, rel) else {
+        if !plain(rel) {
             report.problem(rel, "manifest path leaves the evidence directory");
             continue;
-        };
-        if !path.is_file() {
+        }
+        if rel == evidence::MANIFEST {
+            report.problem(rel, "manifest.json lists itself");
+            continue;
+        }
+        if !tree.has_file(rel) {
             report.problem(rel, "listed in manifest.json but missing");
             continue;
         }
-        match sha256_file(&path) {
-            Ok((_, sha)) if &sha == expected => {}
-            Ok((_, sha)) => report.problem(
+        let Some(bytes) = tree.get(rel) else {
+            // Too large or unreadable: said by the walk.
+            continue;
+        };
+        let sha = hex(&Sha256::digest(bytes));
+        if &sha != expected {
+            report.problem(
                 rel,
                 format!("sha256 {sha} differs from manifest.json ({expected})"),
-            ),
-            Err(e) => report.problem(rel, format!("unreadable: {e}")),
+            );
         }
     }
-    match evidence::list_files(dir) {
-        Ok(present) => {
-            for rel in present {
-                if rel != evidence::MANIFEST && !manifest.files.contains_key(&rel) {
-                    report.problem(
-                        &rel,
-                        "not listed in manifest.json (nothing may be slipped in)",
-                    );
-                }
-            }
+    for rel in tree.files() {
+        if rel != evidence::MANIFEST && !manifest.files.contains_key(rel) {
+            report.problem(
+                rel,
+                "not listed in manifest.json (nothing may be slipped in)",
+            );
         }
-        Err(e) => report.problem(".", format!("cannot list the directory: {e}")),
     }
 }

@@ -8,25 +8,29 @@
 //! digest; (5) sources compared with the checkout.
 
 mod chaos;
+mod chaos_amounts;
+mod chaos_logs;
+mod command;
 mod database;
+mod kept;
 mod manifest;
-mod read;
+mod output;
 mod report;
+mod results;
 mod run;
+mod sequence;
 mod sources;
+mod tree;
 
 use std::path::Path;
 
 use serde::Serialize;
 
-use crate::fail;
-use crate::lab;
-use crate::lab::evidence::{self, Manifest, Processes, Results};
-use crate::lab::files::FileRow;
+use crate::lab::evidence::{self, Manifest};
 
 pub use report::run;
 
-use read::read_json;
+use tree::Tree;
 
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
 pub struct Problem {
@@ -50,6 +54,8 @@ pub struct Report {
     /// `match`, `differ`, or `no checkout`.
     pub sources: String,
     pub sources_changed: Vec<String>,
+    /// Fields no raw file can prove, by file: recorded, shown, not checked.
+    pub attested: Vec<String>,
     pub problems: Vec<Problem>,
 }
 
@@ -59,6 +65,13 @@ impl Report {
             file: file.to_string(),
             problem: problem.into(),
         });
+    }
+
+    /// One line per distinct problem, in the order found (two checks may see the same).
+    fn dedup(&mut self) {
+        let mut seen = std::collections::BTreeSet::new();
+        self.problems
+            .retain(|p| seen.insert((p.file.clone(), p.problem.clone())));
     }
 }
 
@@ -75,15 +88,18 @@ pub fn audit(dir: &Path, strict_sources: bool) -> Report {
         );
         return report;
     }
-    let manifest: Option<Manifest> = read_json(&mut report, dir, evidence::MANIFEST);
+    // Every check reads from this one snapshot of DIR's plain files: no check opens a path
+    // of its own, so none can follow a symlink.
+    let tree = Tree::load(&mut report, dir);
+    let manifest: Option<Manifest> = tree.json(&mut report, evidence::MANIFEST);
     if let Some(m) = &manifest {
-        manifest::check_files(&mut report, dir, m);
+        manifest::check_files(&mut report, &tree, m);
     }
-    if dir.join(EXPLORE).is_file() {
+    if tree.has_file(EXPLORE) {
         // An explore run: its files are checked against the manifest; the cases' verdicts
         // are not re-derived here (each case keeps its databases only when it broke).
         report.kind = "explore".to_string();
-        let explore: Option<serde_json::Value> = read_json(&mut report, dir, EXPLORE);
+        let explore: Option<serde_json::Value> = tree.json(&mut report, EXPLORE);
         if let Some(e) = explore {
             let lab = e["lab"].as_str().unwrap_or("?").to_string();
             report.lab = Some(lab.clone());
@@ -93,35 +109,16 @@ pub fn audit(dir: &Path, strict_sources: bool) -> Report {
                 manifest.as_ref().map_or(0, |m| m.files.len())
             );
         }
-        if let Some(m) = &manifest {
-            sources::check_sources(&mut report, dir, m, strict_sources);
-        }
-        report.ok = report.problems.is_empty();
-        return report;
-    }
-    if dir.join(CHAOS).is_file() {
-        let processes: Option<Processes> = read_json(&mut report, dir, evidence::PROCESSES);
-        if let Some(p) = &processes {
-            chaos::check_chaos(&mut report, dir, p);
-        }
-        if let Some(m) = &manifest {
-            sources::check_sources(&mut report, dir, m, strict_sources);
-        }
-        report.ok = report.problems.is_empty();
-        return report;
-    }
-    let processes: Option<Processes> = read_json(&mut report, dir, evidence::PROCESSES);
-    let results: Option<Results> = read_json(&mut report, dir, evidence::RESULTS);
-    let rows: Option<Vec<FileRow>> = read_json(&mut report, dir, evidence::DATABASE_FILES);
-    if let Some(p) = &processes {
-        match lab::find(&p.lab) {
-            Ok(lab) => run::check_run(&mut report, dir, lab, p, results.as_ref(), rows.as_deref()),
-            Err(e) => report.problem(evidence::PROCESSES, fail::one_line(&e)),
-        }
+        report.attested = vec![format!("{EXPLORE} and every case's claims")];
+    } else if tree.has_file(CHAOS) {
+        chaos::check_chaos(&mut report, &tree);
+    } else {
+        run::check_run(&mut report, &tree);
     }
     if let Some(m) = &manifest {
         sources::check_sources(&mut report, dir, m, strict_sources);
     }
+    report.dedup();
     report.ok = report.problems.is_empty();
     report
 }

@@ -5,11 +5,26 @@ use std::path::Path;
 use anyhow::Result;
 
 use super::audit;
+use super::tree::looks_like_evidence;
 use crate::fail;
 
 pub fn run(dir: &Path, json: bool, strict_sources: bool) -> Result<i32> {
     if !dir.exists() {
         return Err(fail::usage(format!("{} does not exist", dir.display())));
+    }
+    // A directory with none of the files any run writes is not evidence at all: one line and
+    // a usage error, not a list of everything it lacks.
+    if !dir.is_dir() {
+        return Err(fail::usage(format!(
+            "{} is not a crashlab evidence directory (not a directory)",
+            dir.display()
+        )));
+    }
+    if !looks_like_evidence(dir) {
+        return Err(fail::usage(format!(
+            "{} is not a crashlab evidence directory (no manifest.json)",
+            dir.display()
+        )));
     }
     let report = audit(dir, strict_sources);
     if json {
@@ -17,6 +32,9 @@ pub fn run(dir: &Path, json: bool, strict_sources: bool) -> Result<i32> {
     } else {
         for p in &report.problems {
             println!("{}: {}", p.file, p.problem);
+        }
+        if !report.attested.is_empty() {
+            println!("attested, not proven: {}", report.attested.join("; "));
         }
         match report.sources.as_str() {
             "differ" => println!("sources: differ: {}", report.sources_changed.join(", ")),

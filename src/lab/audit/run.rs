@@ -1,128 +1,191 @@
-//! Checks 2 and 3: every process against the lab's own scenarios, and every step's recorded
-//! result against what its raw output shows.
+//! A driver run. The recorded command is parsed as the binary parses it, the lab's scenarios
+//! are rebuilt from it (moves applied), and every process record must be exactly what the
+//! driver gives that step; each step's raw output must be its own (output.rs) and is judged
+//! again by the driver's own checker; results.json must be that judgement, field by field.
 
-use std::path::Path;
-
-use super::read::read_text;
-use super::{database, Report};
+use super::command::{self, Parsed};
+use super::output::{self, Ran, Which};
+use super::tree::Tree;
+use super::{database, kept, results, sequence, Report};
 use crate::crash::Mode;
 use crate::fail;
-use crate::lab::check::check;
-use crate::lab::driver::apply_moves;
-use crate::lab::evidence::{self, Processes, Results};
-use crate::lab::files::FileRow;
-use crate::lab::scenario::{Expect, Step};
-use crate::lab::Lab;
+use crate::lab;
+use crate::lab::check::{check, Verdict};
+use crate::lab::driver::{apply_moves, pragmas};
+use crate::lab::evidence::{self, Process, Processes, Results};
+use crate::lab::scenario::{readback_json, Expect, Scenario, Step};
 
-fn parse_mode(name: &str) -> Option<Mode> {
-    [Mode::Exit, Mode::Abort, Mode::Kill, Mode::Hang]
-        .into_iter()
-        .find(|m| m.name() == name)
-}
+const P: &str = evidence::PROCESSES;
 
-/// Checks 2, 3 and 4, against the lab's own scenario definitions.
-pub(super) fn check_run(
-    report: &mut Report,
-    dir: &Path,
-    lab: &Lab,
-    processes: &Processes,
-    results: Option<&Results>,
-    rows: Option<&[FileRow]>,
-) {
-    const P: &str = evidence::PROCESSES;
-    report.lab = Some(lab.full_name());
-    report.study = processes.moved_crashes.clone();
-    let Some(mode) = parse_mode(&processes.crash_mode) else {
-        report.problem(P, format!("unknown crash_mode '{}'", processes.crash_mode));
+/// What no file of a driver run can prove: shown by the audit, never checked.
+const ATTESTED: &str = "processes.json wall_ms, max_rss_kb, total_wall_ms, git, crashlab_version, \
+sqlite_version, the --out of command; database-files.json bytes and sha256 of files not kept";
+
+pub(super) fn check_run(report: &mut Report, tree: &Tree) {
+    report.attested = vec![ATTESTED.to_string()];
+    let processes: Option<Processes> = tree.json(report, P);
+    let results: Option<Results> = tree.json(report, evidence::RESULTS);
+    let rows = database::load(report, tree);
+    let Some(processes) = processes else {
         return;
     };
-    let mut scenarios = (lab.scenarios)();
-    if let Err(e) = apply_moves(lab, &mut scenarios, &processes.moved_crashes) {
-        report.problem(P, format!("moved_crashes: {}", fail::one_line(&e)));
-        return;
+    let lab = match lab::find(&processes.lab) {
+        Ok(lab) if lab.full_name() == processes.lab => lab,
+        Ok(lab) => {
+            report.problem(
+                P,
+                format!(
+                    "lab '{}' is not a full lab name ({})",
+                    processes.lab,
+                    lab.full_name()
+                ),
+            );
+            return;
+        }
+        Err(e) => {
+            report.problem(P, fail::one_line(&e));
+            return;
+        }
+    };
+    report.lab = Some(lab.full_name());
+    report.study = processes.moved_crashes.clone();
+    let command = match command::parse(&processes.command) {
+        Ok(Parsed::Driver(d)) => d,
+        Ok(Parsed::Chaos(_)) => {
+            report.problem(P, "command is a chaos run; these are a driver run's files");
+            return;
+        }
+        Err(e) => {
+            report.problem(P, e);
+            return;
+        }
+    };
+    match lab::find(&command.lab) {
+        Ok(l) if l.full_name() == lab.full_name() => {}
+        Ok(l) => report.problem(
+            P,
+            format!(
+                "command runs lab {}, the record is lab {}",
+                l.full_name(),
+                lab.full_name()
+            ),
+        ),
+        Err(e) => report.problem(P, format!("command: {}", fail::one_line(&e))),
     }
-    let steps: Vec<(&str, &Step)> = scenarios
-        .iter()
-        .flat_map(|s| s.steps.iter().map(move |step| (s.name.as_str(), step)))
-        .collect();
-    let study = !processes.moved_crashes.is_empty();
-    if processes.processes.len() != steps.len() {
+    if processes.moved_crashes != command.moves {
         report.problem(
             P,
             format!(
-                "{} processes recorded, the lab's scenarios have {} steps",
-                processes.processes.len(),
-                steps.len()
+                "moved_crashes {:?}, but command moves {:?}",
+                processes.moved_crashes, command.moves
             ),
         );
     }
-    if let Some(r) = results {
-        if r.steps.len() != steps.len() {
-            report.problem(
-                evidence::RESULTS,
-                format!("{} steps recorded, expected {}", r.steps.len(), steps.len()),
-            );
-        }
+    if processes.crash_mode != command.crash_mode.name() {
+        report.problem(
+            P,
+            format!(
+                "crash_mode '{}', but command runs --crash-mode {}",
+                processes.crash_mode,
+                command.crash_mode.name()
+            ),
+        );
+    }
+    if processes.step_timeout_ms != command.step_timeout_ms {
+        report.problem(
+            P,
+            format!(
+                "step_timeout_ms {}, but command gives {}",
+                processes.step_timeout_ms, command.step_timeout_ms
+            ),
+        );
+    }
+    if processes.pragmas != pragmas() {
+        report.problem(
+            P,
+            format!(
+                "pragmas {:?} are not the ones every connection pins {:?}",
+                processes.pragmas,
+                pragmas()
+            ),
+        );
+    }
+    let mode = command.crash_mode;
+    let mut scenarios = (lab.scenarios)();
+    if let Err(e) = apply_moves(lab, &mut scenarios, &command.moves) {
+        report.problem(P, format!("command: {}", fail::one_line(&e)));
+        return;
+    }
+    let steps: Vec<(&Scenario, &Step)> = scenarios
+        .iter()
+        .flat_map(|s| s.steps.iter().map(move |step| (s, step)))
+        .collect();
+    let names: Vec<String> = steps
+        .iter()
+        .map(|(s, step)| format!("{}/{}", s.name, step.name))
+        .collect();
+    let found: Vec<String> = processes
+        .processes
+        .iter()
+        .map(|p| format!("{}/{}", p.scenario, p.step))
+        .collect();
+    for d in sequence::differences(&names, &found, 10) {
+        report.problem(P, format!("processes: {d}"));
     }
     report.processes = processes.processes.len();
-    let mut recomputed_ok = true;
-    for (index, record) in processes.processes.iter().enumerate() {
-        let Some((scenario, step)) = steps.get(index).copied() else {
-            break;
-        };
-        let at = format!("{P}: process {} ({})", index + 1, record.step);
-        if record.scenario != scenario || record.step != step.name {
-            report.problem(
-                P,
-                format!(
-                    "process {} is {}/{}, the lab says {scenario}/{}",
-                    index + 1,
-                    record.scenario,
-                    record.step,
-                    step.name
-                ),
-            );
-            continue;
-        }
-        let mut argv = vec!["crashlab".to_string()];
-        argv.extend(step.argv(mode));
-        if record.argv != argv {
-            report.problem(
-                P,
-                format!("{at}: argv {:?} is not the lab's {:?}", record.argv, argv),
-            );
-        }
-        if record.crash_point != step.crash {
-            report.problem(
-                P,
-                format!(
-                    "{at}: crash_point {:?}, the lab says {:?}",
-                    record.crash_point, step.crash
-                ),
-            );
-        }
-        // Check 2: the exit code against the expectation (the lab's, not a recorded copy).
-        let expected_exit = if step.crash.is_some() {
-            mode.expected_exit()
+    let many = scenarios.len() > 1;
+    let study = !command.moves.is_empty();
+    let mut verdicts: Vec<Option<Verdict>> = Vec::with_capacity(steps.len());
+    for (index, (scenario, step)) in steps.iter().enumerate() {
+        let label = if many {
+            format!("{}/{}", scenario.name, step.name)
         } else {
-            step.expected_exit
+            step.name.clone()
         };
-        if record.expected_exit != expected_exit {
-            report.problem(
-                P,
-                format!(
-                    "{at}: expected_exit {} is not the lab's {expected_exit}",
-                    record.expected_exit
-                ),
-            );
-        }
-        let stdout = read_text(report, dir, &record.stdout);
-        let stderr = read_text(report, dir, &record.stderr);
-        let (Some(stdout), Some(stderr)) = (stdout, stderr) else {
-            recomputed_ok = false;
+        let same = |p: &&Process| p.scenario == scenario.name && p.step == step.name;
+        let record = processes
+            .processes
+            .get(index)
+            .filter(same)
+            .or_else(|| processes.processes.iter().find(same));
+        let Some(record) = record else {
+            verdicts.push(None);
             continue;
         };
-        // Checks 2 and 3 from raw output, by the driver's own checker.
+        let (stdout_rel, stderr_rel) = output_files(scenario, step);
+        check_record(
+            report,
+            record,
+            step,
+            mode,
+            &label,
+            (&stdout_rel, &stderr_rel),
+        );
+        let stdout = tree.text(report, &stdout_rel);
+        let stderr = tree.text(report, &stderr_rel);
+        let (Some(stdout), Some(stderr)) = (stdout, stderr) else {
+            verdicts.push(None);
+            continue;
+        };
+        let ran = Ran {
+            argv: &record.argv,
+            exit: record.exit,
+            signal: record.signal,
+            timed_out: record.timed_out,
+            stdout: &stdout,
+            stderr: &stderr,
+        };
+        let mut problems = output::check(&ran, lab.points, &processes.pragmas);
+        problems.extend(bound_to_step(&ran, step));
+        for (which, text) in problems {
+            let file = match which {
+                Which::Stdout => stdout_rel.as_str(),
+                Which::Stderr => stderr_rel.as_str(),
+                Which::Record => P,
+            };
+            report.problem(file, format!("{label}: {text}"));
+        }
+        // The driver's own checker, on the raw output.
         let verdict = check(step, mode, record.exit, record.timed_out, &stdout, &stderr);
         // The PASS line counts what the raw output shows happened, not what was armed.
         if verdict.observed["crash_line"] == serde_json::json!(true) {
@@ -133,47 +196,158 @@ pub(super) fn check_run(
         {
             report.conflicts += 1;
         }
-        let file = match step.expect {
-            Expect::Readback(_) | Expect::Crash | Expect::Output(_) => record.stdout.as_str(),
-            Expect::Exit => P,
-        };
-        recomputed_ok &= verdict.problems.is_empty();
-        let recorded = results.and_then(|r| r.steps.get(index));
-        if let Some(recorded) = recorded {
-            if recorded.step != step.name
-                || recorded.problems != verdict.problems
-                || recorded.ok != verdict.problems.is_empty()
-            {
-                report.problem(
-                    evidence::RESULTS,
-                    format!(
-                        "{}: recorded {:?}, the raw output shows {:?}",
-                        step.name, recorded.problems, verdict.problems
-                    ),
-                );
-            }
-        }
         if !study {
-            for problem in verdict.problems {
+            let file = match step.expect {
+                Expect::Readback(_) | Expect::Crash | Expect::Output(_) => stdout_rel.as_str(),
+                Expect::Exit => P,
+            };
+            for problem in &verdict.problems {
                 let whose = if problem.starts_with("exit ") {
                     P
                 } else {
                     file
                 };
-                report.problem(whose, format!("{}: {problem}", step.name));
+                report.problem(whose, format!("{label}: {problem}"));
             }
         }
+        verdicts.push(Some(verdict));
     }
-    if let Some(r) = results {
-        if r.ok != recomputed_ok {
+    if let Some(r) = &results {
+        results::compare(report, lab, &steps, r, &verdicts, many);
+    }
+    if let Some(rows) = &rows {
+        database::check_rows(report, lab, &scenarios, rows);
+    }
+    kept::check(
+        report,
+        tree,
+        lab,
+        &scenarios,
+        command.keep_db,
+        rows.as_deref(),
+    );
+}
+
+/// The step's stdout and stderr, relative to DIR, as the driver names them.
+pub(super) fn output_files(scenario: &Scenario, step: &Step) -> (String, String) {
+    let rel = |kind: &str| match &scenario.dir {
+        Some(sub) => format!("{sub}/{}.{kind}.txt", step.name),
+        None => format!("{}.{kind}.txt", step.name),
+    };
+    (rel("stdout"), rel("stderr"))
+}
+
+/// The record must be what the driver writes for this step: nothing in it is free.
+fn check_record(
+    report: &mut Report,
+    record: &Process,
+    step: &Step,
+    mode: Mode,
+    label: &str,
+    (stdout, stderr): (&str, &str),
+) {
+    let mut argv = vec!["crashlab".to_string()];
+    argv.extend(step.argv(mode));
+    if record.argv != argv {
+        report.problem(
+            P,
+            format!(
+                "{label}: argv {:?}, the command runs {:?}",
+                record.argv, argv
+            ),
+        );
+    }
+    let expected_exit = if step.crash.is_some() {
+        mode.expected_exit()
+    } else {
+        step.expected_exit
+    };
+    if record.expected_exit != expected_exit {
+        report.problem(
+            P,
+            format!(
+                "{label}: expected_exit {}, the command gives {expected_exit}",
+                record.expected_exit
+            ),
+        );
+    }
+    if record.crash_point != step.crash {
+        report.problem(
+            P,
+            format!(
+                "{label}: crash_point {:?}, the command arms {:?}",
+                record.crash_point, step.crash
+            ),
+        );
+    }
+    let crash_mode = step.crash.as_ref().map(|_| mode.name().to_string());
+    if record.crash_mode != crash_mode {
+        report.problem(
+            P,
+            format!(
+                "{label}: crash_mode {:?}, the command gives {crash_mode:?}",
+                record.crash_mode
+            ),
+        );
+    }
+    for (field, recorded, canonical) in [
+        ("stdout", &record.stdout, stdout),
+        ("stderr", &record.stderr, stderr),
+    ] {
+        if recorded != canonical {
             report.problem(
-                evidence::RESULTS,
-                format!("ok is {}, the raw output says {recomputed_ok}", r.ok),
+                P,
+                format!("{label}: {field} '{recorded}', the driver writes it to '{canonical}'"),
             );
         }
     }
-    if let Some(rows) = rows {
-        database::check_database_files(report, lab, &steps, rows);
-        database::check_kept(report, dir, lab, &scenarios, rows);
+}
+
+/// What ties a step's output to the step, beyond any process's own consistency: a readback
+/// ends with its readback, over the files it names; a failing step's message is on stderr;
+/// in a driver run only a timeout (or the kill mode) ends a process with SIGKILL.
+fn bound_to_step(ran: &Ran<'_>, step: &Step) -> Vec<(Which, String)> {
+    let mut problems = Vec::new();
+    match &step.expect {
+        Expect::Readback(_) => {
+            let last = ran.stdout.lines().last().unwrap_or("");
+            if !last.starts_with('{') {
+                problems.push((
+                    Which::Stdout,
+                    "the last line is not the readback JSON".to_string(),
+                ));
+            }
+            if let Some(readback) = readback_json(ran.stdout) {
+                let databases = ran.databases();
+                for key in readback.as_object().into_iter().flatten().map(|(k, _)| k) {
+                    if key != "absent" && !databases.contains(key.as_str()) {
+                        problems.push((
+                            Which::Stdout,
+                            format!("the readback reports {key}, a database argv does not name"),
+                        ));
+                    }
+                }
+            }
+        }
+        Expect::Output(text)
+            if step.expected_exit != fail::EXIT_OK
+                && ran.exit == step.expected_exit
+                && !ran.stderr.contains(text) =>
+        {
+            problems.push((
+                Which::Stderr,
+                format!("exit {} without its message '{text}' here", ran.exit),
+            ));
+        }
+        _ => {}
     }
+    let kill_mode = matches!(ran.armed(), Ok(Some(a)) if a.mode == Mode::Kill) && ran.crashed();
+    if ran.signal == Some(libc::SIGKILL) && !kill_mode && !ran.timed_out {
+        problems.push((
+            Which::Record,
+            "ended by SIGKILL, which the driver sends only past a timeout (timed_out false)"
+                .to_string(),
+        ));
+    }
+    problems
 }

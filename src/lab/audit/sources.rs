@@ -3,9 +3,13 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use super::read::inside;
 use super::Report;
 use crate::lab::evidence::{self, Manifest};
+
+/// A path named in the manifest, inside the checkout (never `..`, never absolute).
+fn inside(checkout: &Path, rel: &str) -> Option<PathBuf> {
+    super::tree::plain(rel).then(|| checkout.join(rel))
+}
 
 /// The checkout to compare sources with: the one holding DIR, else the one this binary was built from.
 fn find_checkout(dir: &Path) -> Option<PathBuf> {

@@ -1,0 +1,100 @@
+//! The amounts in a chaos run's logs: every contract's amount, wherever a statement carries
+//! it, is the one the run's seed gives that contract (rng::amounts, as the sender drew them).
+
+/// Every contract's amount in a log (`'C000042', 33` in SQL, `"amount":33,"contract":"C000042"`
+/// in a payload) must be the seed's, and every contract id within the run's count.
+pub(super) fn seeded_amounts(stdout: &str, amounts: &[i64]) -> Vec<String> {
+    let mut problems = Vec::new();
+    for (index, line) in stdout.lines().enumerate() {
+        if !line.starts_with("SQL ") {
+            continue;
+        }
+        for (id, amount) in sql_pairs(line).into_iter().chain(payload_pairs(line)) {
+            let expected = id.checked_sub(1).and_then(|i| amounts.get(i as usize));
+            match expected {
+                None => problems.push(format!(
+                    "line {}: contract C{id:06} is beyond the run's {}",
+                    index + 1,
+                    amounts.len()
+                )),
+                Some(a) if *a != amount => problems.push(format!(
+                    "line {}: contract C{id:06} with amount {amount}, the seed gives {a}",
+                    index + 1
+                )),
+                _ => {}
+            }
+        }
+    }
+    problems
+}
+
+/// `'C000042', 33`: a contract id followed by its amount in a VALUES list.
+fn sql_pairs(line: &str) -> Vec<(u64, i64)> {
+    let mut out = Vec::new();
+    let mut rest = line;
+    while let Some(at) = rest.find("'C") {
+        rest = &rest[at + 2..];
+        let digits: String = rest.chars().take_while(|c| c.is_ascii_digit()).collect();
+        if digits.len() != 6 {
+            continue;
+        }
+        let after = &rest[6..];
+        let Some(tail) = after.strip_prefix("', ") else {
+            continue;
+        };
+        let number: String = tail
+            .chars()
+            .take_while(|c| c.is_ascii_digit() || *c == '-')
+            .collect();
+        if let (Ok(id), Ok(amount)) = (digits.parse(), number.parse()) {
+            out.push((id, amount));
+        }
+    }
+    out
+}
+
+/// `"amount":33,"contract":"C000042"`: a payload's amount and contract.
+fn payload_pairs(line: &str) -> Vec<(u64, i64)> {
+    let mut out = Vec::new();
+    let mut rest = line;
+    while let Some(at) = rest.find("{\"amount\":") {
+        rest = &rest[at + "{\"amount\":".len()..];
+        let number: String = rest
+            .chars()
+            .take_while(|c| c.is_ascii_digit() || *c == '-')
+            .collect();
+        let tail = &rest[number.len()..];
+        let Some(tail) = tail.strip_prefix(",\"contract\":\"C") else {
+            continue;
+        };
+        let digits: String = tail.chars().take_while(|c| c.is_ascii_digit()).collect();
+        if let (Ok(id), Ok(amount)) = (digits.parse(), number.parse()) {
+            out.push((id, amount));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{payload_pairs, seeded_amounts, sql_pairs};
+
+    #[test]
+    fn amounts_are_found_in_sql_and_payloads() {
+        let line = "SQL sender INSERT INTO contracts(contract_id, amount) VALUES ('C000021', 19)";
+        assert_eq!(sql_pairs(line), [(21, 19)]);
+        let line = r#"SQL queue INSERT INTO deliveries(message_id, payload, status, enqueued_ms) VALUES ('M000021', '{"amount":19,"contract":"C000021","message":"M000021"}', 'pending', 1)"#;
+        assert_eq!(payload_pairs(line), [(21, 19)]);
+        assert!(sql_pairs(line).is_empty());
+        let amounts = [5, 19];
+        assert!(seeded_amounts("SQL sender X ('C000002', 19)\n", &amounts).is_empty());
+        assert_eq!(
+            seeded_amounts("SQL sender X ('C000002', 20)\n", &amounts).len(),
+            1
+        );
+        assert_eq!(
+            seeded_amounts("SQL sender X ('C000003', 20)\n", &amounts).len(),
+            1
+        );
+    }
+}

@@ -1,0 +1,394 @@
+//! What binds a process's raw stdout and stderr to that process, and its recorded ending to
+//! what the files show. Checked for every process of a driver run and of a chaos run:
+//!
+//! - its `POINT` lines are its own phase's, counted 1, 2, 3… per name;
+//! - its `SQL <db>` lines touch only the databases its argv names;
+//! - every pinned pragma it traced has the value processes.json records, and each database
+//!   had them all set before its first statement on data;
+//! - a `CRASH` line only where argv armed one, naming that point and mode, after the armed
+//!   hit, as the last line; and then the exit and signal that mode gives;
+//! - stderr is empty when the process ended well, by a crash or by a signal, and one
+//!   `crashlab: …` line when it ended on an error (the only thing a role prints there);
+//! - arguments it echoes (`--mode` in `READY`, `--consumer-id` in its claims) are its own.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::crash::{self, Mode, PointDef};
+use crate::fail;
+
+/// The pragmas every connection pins; each must be traced before a database's first data
+/// statement. (journal_mode is set by writers only: a reader keeps the file's own.)
+const PINNED_BY_EVERY_CONNECTION: &[&str] = &["synchronous", "foreign_keys", "busy_timeout"];
+
+/// One process as recorded, with its raw output.
+pub struct Ran<'a> {
+    /// `crashlab PHASE ARGS…`
+    pub argv: &'a [String],
+    pub exit: i32,
+    pub signal: Option<i32>,
+    pub timed_out: bool,
+    pub stdout: &'a str,
+    pub stderr: &'a str,
+}
+
+/// The crash argv armed: point, hit and mode.
+pub struct Armed {
+    pub point: String,
+    pub hit: u32,
+    pub mode: Mode,
+}
+
+impl Ran<'_> {
+    /// The phase: the first argument after `crashlab` and its global flags.
+    pub fn phase(&self) -> &str {
+        self.argv
+            .iter()
+            .skip(1)
+            .find(|a| !a.starts_with("--"))
+            .map_or("", String::as_str)
+    }
+
+    pub fn arg(&self, flag: &str) -> Option<&str> {
+        self.argv
+            .iter()
+            .position(|a| a == flag)
+            .and_then(|i| self.argv.get(i + 1))
+            .map(String::as_str)
+    }
+
+    /// `sender` for `--db sender.db`: the short names its traces may use.
+    pub fn databases(&self) -> BTreeSet<&str> {
+        self.argv
+            .iter()
+            .filter_map(|a| a.strip_suffix(".db"))
+            .filter(|stem| !stem.starts_with('-'))
+            .collect()
+    }
+
+    pub fn armed(&self) -> Result<Option<Armed>, String> {
+        let Some(spec) = self.arg("--crash-at") else {
+            return Ok(None);
+        };
+        let (point, hit) = match spec.split_once('@') {
+            None => (spec, 1),
+            Some((p, n)) => (p, n.parse().map_err(|_| format!("--crash-at {spec}"))?),
+        };
+        let mode = match self.arg("--crash-mode") {
+            None => Mode::Exit,
+            Some(name) => {
+                super::command::mode_named(name).ok_or_else(|| format!("--crash-mode {name}"))?
+            }
+        };
+        Ok(Some(Armed {
+            point: point.to_string(),
+            hit,
+            mode,
+        }))
+    }
+
+    /// Did the armed crash happen, by the file? (Its `CRASH` line is there.)
+    pub fn crashed(&self) -> bool {
+        self.stdout.lines().any(|l| l.starts_with("CRASH "))
+    }
+}
+
+/// The exit and signal a crash in `mode` ends with.
+pub fn crash_ending(mode: Mode) -> (i32, Option<i32>) {
+    match mode {
+        Mode::Exit => (fail::EXIT_CRASH, None),
+        Mode::Abort => (128 + libc::SIGABRT, Some(libc::SIGABRT)),
+        Mode::Kill | Mode::Hang => (128 + libc::SIGKILL, Some(libc::SIGKILL)),
+    }
+}
+
+/// Every way the raw output and the recorded ending of one process disagree with each other
+/// and with its argv: (which file, what) pairs, `Stdout`, `Stderr` or `Record`.
+pub fn check(
+    ran: &Ran<'_>,
+    points: &[PointDef],
+    pragmas: &BTreeMap<String, String>,
+) -> Vec<(Which, String)> {
+    let mut problems = Vec::new();
+    let mut say = |which: Which, text: String| problems.push((which, text));
+    let phase = ran.phase();
+    let databases = ran.databases();
+    let armed = match ran.armed() {
+        Ok(a) => a,
+        Err(bad) => {
+            say(Which::Record, format!("argv has a malformed {bad}"));
+            None
+        }
+    };
+    let lines: Vec<&str> = ran.stdout.lines().collect();
+    let mut hits: BTreeMap<&str, u32> = BTreeMap::new();
+    let mut pinned: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
+    let mut data_seen: BTreeSet<&str> = BTreeSet::new();
+    let mut crash_lines = 0;
+    for (index, line) in lines.iter().enumerate() {
+        if let Some(rest) = line.strip_prefix("POINT ") {
+            let (name, hit) = rest.split_once(" #").unwrap_or((rest, ""));
+            match points.iter().find(|p| p.name == name) {
+                Some(p) if p.phase() == phase => {}
+                Some(_) => say(
+                    Which::Stdout,
+                    format!(
+                        "line {}: point {name} is not one of phase {phase}",
+                        index + 1
+                    ),
+                ),
+                None => say(
+                    Which::Stdout,
+                    format!("line {}: unknown point {name}", index + 1),
+                ),
+            }
+            let count = hits.entry(name).or_insert(0);
+            *count += 1;
+            if hit.parse::<u32>().ok() != Some(*count) {
+                say(
+                    Which::Stdout,
+                    format!(
+                        "line {}: hit '#{hit}' of {name}, but this is its hit {count}",
+                        index + 1
+                    ),
+                );
+            }
+        } else if let Some(rest) = line.strip_prefix("CRASH ") {
+            crash_lines += 1;
+            let Some(armed) = &armed else {
+                say(
+                    Which::Stdout,
+                    format!("line {}: '{line}', but argv armed no crash", index + 1),
+                );
+                continue;
+            };
+            let expected = crash::crash_line(&armed.point, armed.mode);
+            if *line != expected {
+                say(
+                    Which::Stdout,
+                    format!("line {}: '{line}', argv armed '{expected}'", index + 1),
+                );
+            }
+            if index + 1 != lines.len() {
+                say(
+                    Which::Stdout,
+                    format!("line {}: lines follow the crash", index + 1),
+                );
+            }
+            let point = rest.split(' ').next().unwrap_or("");
+            if hits.get(point).copied() != Some(armed.hit) {
+                say(
+                    Which::Stdout,
+                    format!(
+                        "line {}: the crash came at hit {} of {point}, argv armed hit {}",
+                        index + 1,
+                        hits.get(point).copied().unwrap_or(0),
+                        armed.hit
+                    ),
+                );
+            }
+        } else if let Some(rest) = line.strip_prefix("SQL ") {
+            let (db, statement) = rest.split_once(' ').unwrap_or((rest, ""));
+            if !databases.contains(db) {
+                say(
+                    Which::Stdout,
+                    format!(
+                        "line {}: a statement on {db}, a database argv does not name",
+                        index + 1
+                    ),
+                );
+                continue;
+            }
+            if let Some((name, value)) = pinned_pragma(statement) {
+                pinned.entry(db).or_default().insert(name);
+                let recorded = pragmas.get(name).map(String::as_str);
+                if recorded != Some(value.to_ascii_lowercase().as_str()) {
+                    say(
+                        Which::Stdout,
+                        format!(
+                            "line {}: traced PRAGMA {name}={value}, processes.json pragmas say {}",
+                            index + 1,
+                            recorded.unwrap_or("nothing")
+                        ),
+                    );
+                }
+            } else if is_data(statement) && data_seen.insert(db) {
+                let set = pinned.get(db).cloned().unwrap_or_default();
+                for name in PINNED_BY_EVERY_CONNECTION {
+                    if !set.contains(name) {
+                        say(
+                            Which::Stdout,
+                            format!(
+                                "line {}: the first statement on {db} before its PRAGMA {name} was set",
+                                index + 1
+                            ),
+                        );
+                    }
+                }
+            }
+            echo_consumer(ran, statement, index, &mut say);
+        } else if line.starts_with("READY ") {
+            if let Some(mode) = ran.arg("--mode") {
+                if !line.split(' ').any(|w| w == format!("mode={mode}")) {
+                    say(
+                        Which::Stdout,
+                        format!(
+                            "line {}: '{line}' is not a receiver run with --mode {mode}",
+                            index + 1
+                        ),
+                    );
+                }
+            }
+        } else if line.starts_with("COMMITTED queue claim ") {
+            if let Some(id) = ran.arg("--consumer-id") {
+                if !line.ends_with(&format!(" by {id}")) {
+                    say(
+                        Which::Stdout,
+                        format!(
+                            "line {}: a claim not by this process's consumer id {id}",
+                            index + 1
+                        ),
+                    );
+                }
+            }
+        }
+    }
+    if crash_lines > 1 {
+        say(
+            Which::Stdout,
+            format!("{crash_lines} CRASH lines; a process crashes once"),
+        );
+    }
+    ending(ran, armed.as_ref(), crash_lines > 0, &mut say);
+    problems
+}
+
+/// Which file a problem is in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Which {
+    Stdout,
+    Stderr,
+    /// The process's record in processes.json.
+    Record,
+}
+
+/// `PRAGMA synchronous=FULL` → (`synchronous`, `FULL`), for the pinned pragmas only.
+fn pinned_pragma(statement: &str) -> Option<(&'static str, &str)> {
+    let rest = statement.trim().strip_prefix("PRAGMA ")?;
+    let (name, value) = rest.split_once('=')?;
+    let name = name.trim();
+    let known = crate::store::PRAGMAS.iter().find(|(n, _)| *n == name)?.0;
+    Some((known, value.trim().trim_end_matches(';')))
+}
+
+/// A statement on the data, not the connection's set-up (pragmas, schema checks).
+fn is_data(statement: &str) -> bool {
+    let s = statement.trim_start();
+    !(s.starts_with("PRAGMA ")
+        || s.starts_with("--")
+        || s.contains("sqlite_schema")
+        || s.contains("pragma_table_info"))
+}
+
+/// A consumer claims under its own id only.
+fn echo_consumer(
+    ran: &Ran<'_>,
+    statement: &str,
+    index: usize,
+    say: &mut impl FnMut(Which, String),
+) {
+    let Some(id) = ran.arg("--consumer-id") else {
+        return;
+    };
+    let mut rest = statement;
+    // Bounded by the statement's length: each round consumes at least the marker.
+    while let Some(at) = rest.find("claimed_by = '") {
+        rest = &rest[at + "claimed_by = '".len()..];
+        let named = rest.split('\'').next().unwrap_or("");
+        if named != id {
+            say(
+                Which::Stdout,
+                format!(
+                    "line {}: claimed_by '{named}', but this process is consumer {id}",
+                    index + 1
+                ),
+            );
+        }
+    }
+}
+
+/// The recorded ending against the files: exit, signal, the crash, stderr.
+fn ending(
+    ran: &Ran<'_>,
+    armed: Option<&Armed>,
+    crashed: bool,
+    say: &mut impl FnMut(Which, String),
+) {
+    match ran.signal {
+        Some(s) if ran.exit != 128 + s => say(
+            Which::Record,
+            format!(
+                "exit {} with signal {s}: a signal ends with 128 + its number",
+                ran.exit
+            ),
+        ),
+        Some(s) if !(1..=64).contains(&s) => say(Which::Record, format!("signal {s} is no signal")),
+        None if ran.exit == 128 + libc::SIGKILL || ran.exit == 128 + libc::SIGABRT => say(
+            Which::Record,
+            format!("exit {} without the signal that gives it", ran.exit),
+        ),
+        None if !(0..=255).contains(&ran.exit) => say(
+            Which::Record,
+            format!("exit {} is no exit status", ran.exit),
+        ),
+        _ => {}
+    }
+    if ran.timed_out && ran.signal != Some(libc::SIGKILL) {
+        say(
+            Which::Record,
+            "timed_out, yet not ended by the SIGKILL a timeout sends".to_string(),
+        );
+    }
+    if let (Some(armed), true) = (armed, crashed) {
+        let (exit, signal) = crash_ending(armed.mode);
+        if ran.exit != exit || ran.signal != signal {
+            say(
+                Which::Record,
+                format!(
+                    "exit {} signal {:?} after its CRASH line, but --crash-mode {} ends with exit {exit} signal {signal:?}",
+                    ran.exit,
+                    ran.signal,
+                    armed.mode.name()
+                ),
+            );
+        }
+    }
+    if ran.exit == fail::EXIT_CRASH && !crashed {
+        say(
+            Which::Record,
+            format!("exit {} (a crash) with no CRASH line in stdout", ran.exit),
+        );
+    }
+    let clean = ran.exit == fail::EXIT_OK || crashed || ran.signal.is_some();
+    let lines: Vec<&str> = ran.stderr.lines().collect();
+    if clean && !ran.stderr.is_empty() {
+        say(
+            Which::Stderr,
+            format!(
+                "{} bytes, but a process that ended with exit {} prints nothing there",
+                ran.stderr.len(),
+                ran.exit
+            ),
+        );
+    }
+    if !clean
+        && (lines.len() != 1 || !lines[0].starts_with("crashlab: ") || !ran.stderr.ends_with('\n'))
+    {
+        say(
+            Which::Stderr,
+            format!(
+                "exit {} is an error, which prints exactly one 'crashlab: …' line here",
+                ran.exit
+            ),
+        );
+    }
+}
