@@ -20,7 +20,7 @@ use crate::fail;
 use crate::lab::check::check;
 use crate::lab::driver::apply_moves;
 use crate::lab::evidence::{self, Manifest, Processes, Results};
-use crate::lab::files::{sha256_file, FileRow};
+use crate::lab::files::{self, sha256_file, FileRow};
 use crate::lab::scenario::{Expect, Step};
 use crate::lab::{self, Lab};
 
@@ -534,8 +534,10 @@ fn check_run(
     }
 }
 
-/// Databases kept with `--keep-db` must be the files the last row of each describes: the
-/// same raw bytes, and the same rows (logical digest, read without touching them).
+/// Databases kept with `--keep-db` must show the state recorded after their scenario's end
+/// (its `<end>` rows): the same rows, by logical digest, read in place without touching the
+/// file. A kept database is one self-contained file in rollback-journal mode (files::keep),
+/// so reading it with `sqlite3` changes nothing; its raw bytes are covered by the manifest.
 fn check_kept(
     report: &mut Report,
     dir: &Path,
@@ -556,30 +558,37 @@ fn check_kept(
                 Some(sub) => format!("db/{sub}/{db}"),
                 None => format!("db/{db}"),
             };
-            let last = rows
-                .iter()
-                .rev()
-                .find(|r| r.scenario == scenario.name && r.file == *db);
+            let end = rows.iter().find(|r| {
+                r.scenario == scenario.name && r.after_step == files::END && r.file == *db
+            });
             let path = kept.join(db);
-            match (last, path.is_file()) {
+            for suffix in ["-wal", "-shm", "-journal"] {
+                if kept.join(format!("{db}{suffix}")).exists() {
+                    report.problem(
+                        &format!("{rel}{suffix}"),
+                        "a kept database is one file; a side file beside it was not written by the driver",
+                    );
+                }
+            }
+            match (end, path.is_file()) {
+                (None, _) => report.problem(
+                    evidence::DATABASE_FILES,
+                    format!("no <end> row for {db} of scenario {}", scenario.name),
+                ),
                 (Some(row), true) => {
-                    if let Ok((_, sha)) = sha256_file(&path) {
-                        if row.sha256.as_deref() != Some(sha.as_str()) {
-                            report.problem(&rel, format!("sha256 {sha} is not the last recorded one of {db} in database-files.json"));
-                        }
-                    }
-                    let logical = crate::lab::files::logical_sha256_of_copy(&path).ok();
+                    let logical = files::logical_sha256_of_copy(&path).ok();
                     if logical != row.logical_sha256 {
                         report.problem(
                             &rel,
                             format!(
-                                "its rows differ from the last recorded logical_sha256 of {db}"
+                                "its rows differ from the state recorded for {db} after scenario {}",
+                                scenario.name
                             ),
                         );
                     }
                 }
                 (Some(row), false) if row.exists => {
-                    report.problem(&rel, "missing, though the last step left it")
+                    report.problem(&rel, "missing, though the scenario left it")
                 }
                 _ => {}
             }
@@ -604,6 +613,7 @@ fn check_database_files(report: &mut Report, lab: &Lab, steps: &[(&str, &Step)],
     let known: BTreeSet<(&str, &str)> = steps
         .iter()
         .map(|(s, step)| (*s, step.name.as_str()))
+        .chain(steps.iter().map(|(s, _)| (*s, files::END)))
         .collect();
     for row in rows {
         if !known.contains(&(row.scenario.as_str(), row.after_step.as_str())) {
@@ -624,7 +634,7 @@ fn check_database_files(report: &mut Report, lab: &Lab, steps: &[(&str, &Step)],
                 v.as_ref()
                     .is_some_and(|h| h.len() == 64 && h.bytes().all(|b| b.is_ascii_hexdigit()))
             };
-            if row.exists && (!hex(&row.sha256) || !hex(&row.logical_sha256) || row.bytes == 0) {
+            if row.exists && (!hex(&row.sha256) || !hex(&row.logical_sha256)) {
                 report.problem(
                     F,
                     format!(
