@@ -13,6 +13,7 @@ use crate::fail;
 use crate::lab::check::check;
 use crate::lab::evidence::{self, Process, Processes, Results, StepResult};
 use crate::lab::files::{self, FileRow};
+use crate::lab::freeze;
 use crate::lab::process;
 use crate::lab::scenario::{Expect, Scenario, Step, Stop};
 use crate::lab::Lab;
@@ -138,8 +139,7 @@ pub fn run(lab: &Lab, options: &Options) -> Result<i32> {
             )));
         }
     };
-    fs::rename(&partial, &options.out)
-        .with_context(|| format!("moving {} to {}", partial.display(), options.out.display()))?;
+    evidence::publish(&partial, &options.out)?;
     print_report(lab, &run, &scenarios, options);
     Ok(if run.results.ok {
         fail::EXIT_OK
@@ -165,7 +165,6 @@ fn execute(
     let mut steps = Vec::new();
     let mut files = Vec::new();
     let mut readbacks = BTreeMap::new();
-    let mut kept = Vec::new();
     let mut logical_cache = files::LogicalCache::new();
     for scenario in scenarios {
         let work = tempfile::Builder::new()
@@ -229,13 +228,26 @@ fn execute(
                     }
                 }
             }
-            files.extend(files::snapshot_cached(
+            // Nothing writes a file while it is read: live background steps are stopped
+            // for the snapshot and named in its rows (lab/freeze.rs says why).
+            let live: Vec<libc::pid_t> = running.iter().map(|(_, s)| s.pid).collect();
+            let frozen_steps: Vec<String> = running
+                .iter()
+                .map(|(i, _)| scenario.steps[*i].name.clone())
+                .collect();
+            let frozen = freeze::freeze(&live)?;
+            let mut rows = files::snapshot_cached(
                 work.path(),
                 lab.databases,
                 &scenario.name,
                 &step.name,
                 &mut logical_cache,
-            )?);
+            );
+            drop(frozen);
+            for row in rows.iter_mut().flatten() {
+                row.frozen = frozen_steps.clone();
+            }
+            files.extend(rows?);
             // Background processes whose time is up after this step.
             let due: Vec<usize> = running
                 .iter()
@@ -262,6 +274,15 @@ fn execute(
             slots[i] = Some(ctx.finish(&scenario.steps[i], &ended, &mut readbacks));
         }
         drop(reaper);
+        // Every process of the scenario has ended: the state it leaves, which a kept
+        // database must show.
+        let end = files::snapshot_cached(
+            work.path(),
+            lab.databases,
+            &scenario.name,
+            files::END,
+            &mut logical_cache,
+        )?;
         for slot in slots {
             let (process, result) = slot.expect("every step of a scenario has ended");
             processes.push(process);
@@ -275,18 +296,21 @@ fn execute(
             };
             fs::create_dir_all(&db_dir)
                 .with_context(|| format!("creating {}", db_dir.display()))?;
-            for db in lab.databases {
-                for suffix in std::iter::once(&"").chain(files::SIDE_SUFFIXES) {
-                    let name = format!("{db}{suffix}");
-                    let from = work.path().join(&name);
-                    if from.is_file() {
-                        fs::copy(&from, db_dir.join(&name))
-                            .with_context(|| format!("keeping {name}"))?;
-                        kept.push(name);
-                    }
+            for row in end.iter().filter(|r| r.exists) {
+                if !lab.databases.contains(&row.file.as_str()) {
+                    continue;
                 }
+                let logical = files::keep(work.path(), &row.file, &db_dir)?;
+                // Postcondition: the kept file holds the rows the `<end>` row records.
+                anyhow::ensure!(
+                    logical == row.logical_sha256,
+                    "kept {} does not show the state recorded after scenario {}",
+                    row.file,
+                    scenario.name
+                );
             }
         }
+        files.extend(end);
     }
     let ok = steps.iter().all(|s| s.ok);
     let mut command = vec!["crashlab".to_string()];

@@ -237,3 +237,50 @@ pub fn git_state(checkout: &Path) -> Option<Git> {
     .is_some_and(|s| !s.is_empty());
     Some(Git { commit, dirty })
 }
+
+/// Make a finished `DIR.partial` durable and give it its final name: every file and every
+/// directory in it is fsync'd, then the rename, then the parent directory is fsync'd. Without
+/// the first syncs a power cut after the rename could leave `DIR` with empty or missing
+/// files; without the last, the rename itself could be lost. So `DIR` appears whole or not at
+/// all after a process crash and after a power loss alike.
+pub fn publish(partial: &Path, out: &Path) -> Result<()> {
+    sync_tree(partial)?;
+    fs::rename(partial, out)
+        .with_context(|| format!("moving {} to {}", partial.display(), out.display()))?;
+    let parent = match out.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    sync_path(parent)
+}
+
+fn sync_path(path: &Path) -> Result<()> {
+    fs::File::open(path)
+        .and_then(|f| f.sync_all())
+        .with_context(|| format!("syncing {}", path.display()))
+}
+
+/// fsync every file under `dir` and every directory, the deepest first.
+pub fn sync_tree(dir: &Path) -> Result<()> {
+    for rel in list_files(dir)? {
+        sync_path(&dir.join(rel))?;
+    }
+    let mut dirs = vec![dir.to_path_buf()];
+    let mut at = 0;
+    // Bounded by the tree, which list_files has already walked with its depth bound.
+    while at < dirs.len() {
+        let entries =
+            fs::read_dir(&dirs[at]).with_context(|| format!("listing {}", dirs[at].display()))?;
+        for entry in entries {
+            let entry = entry.with_context(|| format!("listing {}", dirs[at].display()))?;
+            if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                dirs.push(entry.path());
+            }
+        }
+        at += 1;
+    }
+    for d in dirs.iter().rev() {
+        sync_path(d)?;
+    }
+    Ok(())
+}

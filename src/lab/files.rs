@@ -26,10 +26,21 @@ pub struct FileRow {
     pub bytes: u64,
     pub sha256: Option<String>,
     pub logical_sha256: Option<String>,
+    /// Background steps of the scenario that were alive, and stopped with SIGSTOP, while
+    /// this row was taken (README, "Evidence"): a database one of them writes shows some
+    /// prefix of that process's commits. Empty when nothing else was running.
+    #[serde(default)]
+    pub frozen: Vec<String>,
 }
 
-/// Files that may lie beside a database.
-pub const SIDE_SUFFIXES: &[&str] = &["-wal", "-shm", "-journal"];
+/// `after_step` of the rows taken once every process of a scenario has ended: the state a
+/// kept database (`--keep-db`) must show.
+pub const END: &str = "<end>";
+
+/// Files that may lie beside a database and hold its state. The `-shm` wal-index is
+/// housekeeping (any reader rewrites it, and SQLite rebuilds it from the WAL), so it is not
+/// recorded.
+pub const SIDE_SUFFIXES: &[&str] = &["-wal", "-journal"];
 
 pub fn sha256_file(path: &Path) -> Result<(u64, String)> {
     let bytes = fs::read(path).with_context(|| format!("reading {}", path.display()))?;
@@ -73,6 +84,7 @@ pub fn snapshot_cached(
             bytes,
             sha256,
             logical_sha256: logical,
+            frozen: Vec::new(),
         };
         if path.is_file() {
             let (bytes, sha) = sha256_file(&path)?;
@@ -227,4 +239,48 @@ fn digest_conn(conn: &Connection) -> Result<String> {
     };
     digest().context("reading rows")?;
     Ok(hex(&hasher.finalize()))
+}
+
+/// Keep a database for the user (`--keep-db`, a broken explore case): copy it with its WAL
+/// into `to`, then on the copy fold the WAL into the file (checkpoint) and switch it to a
+/// rollback journal, so the kept database is one self-contained file that an ordinary
+/// `sqlite3` shell can read without changing a byte (a read of a WAL database creates and,
+/// on close, deletes `-wal` and `-shm` files, which would break the manifest). The rows are
+/// unchanged: the returned logical digest is the copy's, read in place as immutable, and the
+/// caller compares it with the state it recorded. A file that is not a database is kept as
+/// its raw bytes, and `None` is returned.
+pub fn keep(work: &Path, db: &str, to: &Path) -> Result<Option<String>> {
+    let from = work.join(db);
+    let kept = to.join(db);
+    fs::copy(&from, &kept).with_context(|| format!("keeping {db}"))?;
+    let wal_from = work.join(format!("{db}-wal"));
+    let wal_kept = to.join(format!("{db}-wal"));
+    if wal_from.is_file() {
+        fs::copy(&wal_from, &wal_kept).with_context(|| format!("keeping {db}-wal"))?;
+    }
+    let folded = (|| -> rusqlite::Result<()> {
+        let conn = Connection::open_with_flags(
+            &kept,
+            OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )?;
+        conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))?;
+        let mode: String = conn.query_row("PRAGMA journal_mode=DELETE", [], |r| r.get(0))?;
+        if !mode.eq_ignore_ascii_case("delete") {
+            return Err(rusqlite::Error::InvalidQuery);
+        }
+        conn.close().map_err(|(_, e)| e)
+    })();
+    // Whatever happened, no side file stays beside a kept database.
+    for suffix in ["-wal", "-shm", "-journal"] {
+        let side = to.join(format!("{db}{suffix}"));
+        if side.exists() {
+            fs::remove_file(&side).with_context(|| format!("removing {}", side.display()))?;
+        }
+    }
+    if folded.is_err() {
+        // Not a database (or a damaged one): the user gets the raw bytes as they were.
+        fs::copy(&from, &kept).with_context(|| format!("keeping {db}"))?;
+        return Ok(None);
+    }
+    Ok(logical_sha256_of_copy(&kept).ok())
 }

@@ -7,6 +7,7 @@ pub mod driver;
 pub mod evidence;
 pub mod explore;
 pub mod files;
+pub mod freeze;
 pub mod lab13;
 pub mod lab14;
 pub mod process;

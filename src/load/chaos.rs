@@ -266,8 +266,7 @@ pub fn run(o: &Options, command: Vec<String>) -> Result<i32> {
     if let Some(partial) = &partial {
         write_evidence(partial, o, &command, &outcome, &report, started)?;
         let out = o.out.as_ref().expect("partial implies out");
-        fs::rename(partial, out)
-            .with_context(|| format!("moving {} to {}", partial.display(), out.display()))?;
+        evidence::publish(partial, out)?;
     }
     if o.json {
         println!("{}", serde_json::to_string(&report)?);

@@ -358,7 +358,13 @@ fn kept(report: &mut Report, tree: &Tree, rows: &[Row]) -> Vec<String> {
             );
         }
     }
+    // The -shm wal-index beside each database is housekeeping, kept but not recorded.
+    let shm = DATABASES
+        .iter()
+        .map(|db| format!("db/{db}-shm"))
+        .filter(|f| tree.has_file(f));
     want.into_iter()
         .filter(|f| Path::new(f).starts_with("db"))
+        .chain(shm)
         .collect()
 }

@@ -1,6 +1,8 @@
 //! database-files.json: exactly the rows the driver writes (every database of the lab after
-//! every step of every scenario, in order, each followed by the side files that existed),
-//! each well formed, all consistent with one another, and no readback changing a database.
+//! every step of every scenario and once more after the scenario's end, in order, each
+//! followed by the side files that existed), each well formed, each naming the background
+//! steps that were frozen while it was taken, all consistent with one another, and no
+//! readback changing a database.
 
 use std::collections::BTreeMap;
 
@@ -9,8 +11,8 @@ use serde::Deserialize;
 use super::tree::Tree;
 use super::Report;
 use crate::lab::evidence;
-use crate::lab::files::SIDE_SUFFIXES;
-use crate::lab::scenario::{Expect, Scenario};
+use crate::lab::files::{END, SIDE_SUFFIXES};
+use crate::lab::scenario::{Expect, Scenario, Step};
 use crate::lab::Lab;
 
 const F: &str = evidence::DATABASE_FILES;
@@ -30,6 +32,9 @@ pub struct Row {
     pub bytes: u64,
     pub sha256: Option<String>,
     pub logical_sha256: Option<String>,
+    /// Background steps stopped while the row was taken (absent in older evidence: none).
+    #[serde(default)]
+    pub frozen: Vec<String>,
 }
 
 pub(super) fn load(report: &mut Report, tree: &Tree) -> Option<Vec<Row>> {
@@ -52,11 +57,29 @@ fn split<'a>(file: &'a str, databases: &[&'a str]) -> Option<(&'a str, &'a str)>
     })
 }
 
-pub(super) fn check_rows(report: &mut Report, lab: &Lab, scenarios: &[Scenario], rows: &[Row]) {
+/// The snapshots of a scenario: after each step, then `<end>`.
+fn snapshots(scenario: &Scenario) -> impl Iterator<Item = &str> {
+    scenario
+        .steps
+        .iter()
+        .map(|s| s.name.as_str())
+        .chain(std::iter::once(END))
+}
+
+/// `ready` holds (scenario, step) of each background step whose stdout shows its ready line:
+/// the driver waited for that line, so from then on it was running.
+pub(super) fn check_rows(
+    report: &mut Report,
+    lab: &Lab,
+    scenarios: &[Scenario],
+    rows: &[Row],
+    ready: &std::collections::BTreeSet<(String, String)>,
+) {
     order(report, lab, scenarios, rows);
     for (index, row) in rows.iter().enumerate() {
         well_formed(report, lab, index, row);
     }
+    frozen(report, scenarios, rows, ready);
     consistent(report, lab, rows);
     readbacks_write_nothing(report, lab, scenarios, rows);
 }
@@ -74,9 +97,9 @@ fn order(report: &mut Report, lab: &Lab, scenarios: &[Scenario], rows: &[Row]) {
     };
     let key = |r: &Row| format!("{}/{} {}", r.scenario, r.after_step, r.file);
     for scenario in scenarios {
-        for step in &scenario.steps {
+        for step in snapshots(scenario) {
             for db in lab.databases {
-                let want = format!("{}/{} {db}", scenario.name, step.name);
+                let want = format!("{}/{step} {db}", scenario.name);
                 match rows.get(at) {
                     Some(r) if key(r) == want => at += 1,
                     _ => {
@@ -102,10 +125,7 @@ fn order(report: &mut Report, lab: &Lab, scenarios: &[Scenario], rows: &[Row]) {
                             None => {
                                 say(
                                     report,
-                                    format!(
-                                        "no row for {db} after {}/{}",
-                                        scenario.name, step.name
-                                    ),
+                                    format!("no row for {db} after {}/{step}", scenario.name),
                                 );
                                 continue;
                             }
@@ -188,7 +208,7 @@ fn well_formed(report: &mut Report, lab: &Lab, index: usize, row: &Row) {
                     ),
                 );
             }
-            if database && (!hex64(&row.logical_sha256) || row.bytes == 0) {
+            if database && !hex64(&row.logical_sha256) {
                 report.problem(
                     F,
                     format!("{at}: exists but lacks a well-formed size or digest"),
@@ -277,6 +297,59 @@ fn readbacks_write_nothing(report: &mut Report, lab: &Lab, scenarios: &[Scenario
                     report.problem(
                         F,
                         format!("{db}: logical_sha256 changed across readback step {} (readbacks are read-only)", step.name),
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// The background steps alive after step `at` of a scenario: started at or before it, ready,
+/// and not yet stopped (a step with `stop_after` is stopped right after that step's snapshot).
+fn alive_after(
+    scenario: &Scenario,
+    at: usize,
+    ready: &std::collections::BTreeSet<(String, String)>,
+) -> Vec<String> {
+    let index = |name: &str| scenario.steps.iter().position(|s: &Step| s.name == name);
+    scenario.steps[..=at]
+        .iter()
+        .filter(|s| {
+            s.background.is_some_and(|b| {
+                b.stop_after
+                    .is_none_or(|after| index(after).is_some_and(|i| i >= at))
+            }) && ready.contains(&(scenario.name.clone(), s.name.clone()))
+        })
+        .map(|s| s.name.clone())
+        .collect()
+}
+
+/// Each row names exactly the background steps the driver stopped while taking it; none at
+/// `<end>`, when every process of the scenario has ended.
+fn frozen(
+    report: &mut Report,
+    scenarios: &[Scenario],
+    rows: &[Row],
+    ready: &std::collections::BTreeSet<(String, String)>,
+) {
+    for scenario in scenarios {
+        for (at, name) in snapshots(scenario).enumerate() {
+            let want = if name == END {
+                Vec::new()
+            } else {
+                alive_after(scenario, at, ready)
+            };
+            for r in rows
+                .iter()
+                .filter(|r| r.scenario == scenario.name && r.after_step == name)
+            {
+                if r.frozen != want {
+                    report.problem(
+                        F,
+                        format!(
+                            "rows after {}/{name}: frozen {:?}, but the steps running then were {want:?}",
+                            scenario.name, r.frozen
+                        ),
                     );
                 }
             }

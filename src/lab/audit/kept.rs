@@ -1,6 +1,6 @@
 //! The files of a driver run: exactly the ones it writes (its JSON, each step's stdout and
-//! stderr, and with `--keep-db` the kept databases), and the kept databases must be the
-//! files the last rows of database-files.json describe.
+//! stderr, and with `--keep-db` the kept databases), and each kept database must be one file
+//! whose rows are the state recorded after its scenario's end (its `<end>` row).
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -12,7 +12,7 @@ use super::run::output_files;
 use super::tree::Tree;
 use super::Report;
 use crate::lab::evidence;
-use crate::lab::files::SIDE_SUFFIXES;
+use crate::lab::files::END;
 use crate::lab::scenario::Scenario;
 use crate::lab::Lab;
 
@@ -39,33 +39,26 @@ pub(super) fn check(
             expected.insert(out);
             expected.insert(err);
         }
-        if keep_db {
-            if let Some(rows) = rows {
-                expected.extend(kept_scenario(report, tree, lab, scenario, rows));
-            }
+        if let (true, Some(rows)) = (keep_db, rows) {
+            expected.extend(kept_scenario(report, tree, lab, scenario, rows));
         }
     }
     for rel in tree.files() {
-        if !expected.contains(rel) {
-            let why = if rel.starts_with("db/") && !keep_db {
-                "a kept database, but the command has no --keep-db"
-            } else {
-                "not a file this run writes"
-            };
-            report.problem(rel, why);
+        if expected.contains(rel) {
+            continue;
         }
+        let why = if !rel.starts_with("db/") {
+            "not a file this run writes"
+        } else if !keep_db {
+            "a kept database, but the command has no --keep-db"
+        } else {
+            "not a kept database: the driver keeps one file per database, no side files"
+        };
+        report.problem(rel, why);
     }
 }
 
-/// `db/` or `db/<scenario>/`: where `--keep-db` puts a scenario's files.
-fn kept_dir(scenario: &Scenario) -> String {
-    match &scenario.dir {
-        Some(sub) => format!("db/{sub}/"),
-        None => "db/".to_string(),
-    }
-}
-
-/// Check one scenario's kept files against its last rows; returns the files it may keep.
+/// Check one scenario's kept databases against its `<end>` rows; returns their paths.
 fn kept_scenario(
     report: &mut Report,
     tree: &Tree,
@@ -73,67 +66,41 @@ fn kept_scenario(
     scenario: &Scenario,
     rows: &[Row],
 ) -> Vec<String> {
-    let mut may = Vec::new();
-    let Some(last) = scenario.steps.last() else {
-        return may;
+    let dir = match &scenario.dir {
+        Some(sub) => format!("db/{sub}/"),
+        None => "db/".to_string(),
     };
-    let dir = kept_dir(scenario);
-    let row = |file: &str| {
-        rows.iter()
-            .find(|r| r.scenario == scenario.name && r.after_step == last.name && r.file == file)
-    };
+    let mut kept = Vec::new();
     for db in lab.databases {
         let rel = format!("{dir}{db}");
-        for suffix in SIDE_SUFFIXES {
-            let side = format!("{rel}{suffix}");
-            match (row(&format!("{db}{suffix}")), tree.get(&side)) {
-                (Some(r), Some(bytes)) => {
-                    may.push(side.clone());
-                    same_bytes(report, &side, bytes, r);
-                }
-                (Some(_), None) => report.problem(&side, "missing, though the last step left it"),
-                (None, _) => {}
-            }
-        }
-        let Some(r) = row(db) else {
+        let end = rows
+            .iter()
+            .find(|r| r.scenario == scenario.name && r.after_step == END && r.file == *db);
+        let Some(end) = end else {
+            // Said by the row order check.
             continue;
         };
-        may.push(rel.clone());
-        match (r.exists, tree.get(&rel)) {
+        match (end.exists, tree.get(&rel)) {
             (true, Some(bytes)) => {
-                same_bytes(report, &rel, bytes, r);
-                let wal = tree.get(&format!("{rel}-wal"));
-                match logical_sha256(bytes, wal) {
-                    Ok(digest) if Some(&digest) == r.logical_sha256.as_ref() => {}
+                kept.push(rel.clone());
+                match logical_sha256(bytes, None) {
+                    Ok(digest) if Some(&digest) == end.logical_sha256.as_ref() => {}
                     Ok(_) => report.problem(
                         &rel,
-                        format!("its rows differ from the last recorded logical_sha256 of {db}"),
+                        format!(
+                            "its rows differ from the state recorded for {db} after scenario {}",
+                            scenario.name
+                        ),
                     ),
                     Err(e) => report.problem(&rel, format!("not a readable database: {e:#}")),
                 }
             }
-            (true, None) => report.problem(&rel, "missing, though the last step left it"),
-            (false, Some(_)) => {
-                report.problem(&rel, "kept, though the last step left no such file")
-            }
-            (false, None) => {}
+            (true, None) if tree.has_file(&rel) => kept.push(rel),
+            (true, None) => report.problem(&rel, "missing, though the scenario left it"),
+            (false, _) => {}
         }
     }
-    may
-}
-
-fn same_bytes(report: &mut Report, rel: &str, bytes: &[u8], row: &Row) {
-    use sha2::{Digest, Sha256};
-    let sha = crate::outbox::model::hex(&Sha256::digest(bytes));
-    if row.sha256.as_deref() != Some(sha.as_str()) {
-        report.problem(
-            rel,
-            format!(
-                "sha256 {sha} is not the last recorded one of {} in database-files.json",
-                row.file
-            ),
-        );
-    }
+    kept
 }
 
 /// The logical digest of a database given as bytes (and its WAL's), read from a private

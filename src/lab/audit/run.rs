@@ -136,6 +136,8 @@ pub(super) fn check_run(report: &mut Report, tree: &Tree) {
     let many = scenarios.len() > 1;
     let study = !command.moves.is_empty();
     let mut verdicts: Vec<Option<Verdict>> = Vec::with_capacity(steps.len());
+    // Background steps whose stdout shows the line the driver waited for.
+    let mut ready = std::collections::BTreeSet::new();
     for (index, (scenario, step)) in steps.iter().enumerate() {
         let label = if many {
             format!("{}/{}", scenario.name, step.name)
@@ -167,6 +169,11 @@ pub(super) fn check_run(report: &mut Report, tree: &Tree) {
             verdicts.push(None);
             continue;
         };
+        if let Some(b) = step.background {
+            if stdout.lines().any(|l| l.starts_with(b.ready)) {
+                ready.insert((scenario.name.clone(), step.name.clone()));
+            }
+        }
         let ran = Ran {
             argv: &record.argv,
             exit: record.exit,
@@ -216,7 +223,7 @@ pub(super) fn check_run(report: &mut Report, tree: &Tree) {
         results::compare(report, lab, &steps, r, &verdicts, many);
     }
     if let Some(rows) = &rows {
-        database::check_rows(report, lab, &scenarios, rows);
+        database::check_rows(report, lab, &scenarios, rows, &ready);
     }
     kept::check(
         report,

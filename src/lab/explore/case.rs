@@ -426,16 +426,12 @@ pub fn point_hits<'a>(stdouts: impl Iterator<Item = &'a str>) -> BTreeMap<String
     hits
 }
 
-/// Keep a broken case's files for `sqlite3`: the databases and their side files.
+/// Keep a broken case's databases for `sqlite3`, each as one file (files::keep says why).
 pub fn keep_databases(work: &Path, to: &PathBuf, databases: &[&str]) -> Result<()> {
     fs::create_dir_all(to).with_context(|| format!("creating {}", to.display()))?;
     for db in databases {
-        for suffix in std::iter::once(&"").chain(files::SIDE_SUFFIXES) {
-            let name = format!("{db}{suffix}");
-            let from = work.join(&name);
-            if from.is_file() {
-                fs::copy(&from, to.join(&name)).with_context(|| format!("keeping {name}"))?;
-            }
+        if work.join(db).is_file() {
+            files::keep(work, db, to)?;
         }
     }
     Ok(())

@@ -399,8 +399,7 @@ pub fn command(args: &Args, recorded: Vec<String>) -> Result<i32> {
             )))
         }
     };
-    std::fs::rename(&partial, &out)
-        .with_context(|| format!("moving {} to {}", partial.display(), out.display()))?;
+    crate::lab::evidence::publish(&partial, &out)?;
     if args.json {
         println!("{}", export::json::render(&report)?);
     } else {
