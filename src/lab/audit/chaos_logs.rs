@@ -93,6 +93,9 @@ pub(super) fn check_processes(
         .filter(|k| k.landed)
         .map(|k| k.step.as_str())
         .collect();
+    let lab = crate::lab::find("14").expect("chaos runs lab 14");
+    let preparer = super::statements::Preparer::new(&super::statements::schemas(lab))
+        .expect("the lab's own schemas load into an in-memory database");
     let mut runs: BTreeMap<&str, Vec<u32>> = BTreeMap::new();
     let mut logs = BTreeSet::new();
     for record in &processes.processes {
@@ -212,6 +215,9 @@ pub(super) fn check_processes(
                     summary(*kind)
                 ),
             ));
+        }
+        for text in preparer.check(&stdout) {
+            problems.push((Which::Stdout, text));
         }
         for text in seeded_amounts(&stdout, &amounts)
             .into_iter()

@@ -20,6 +20,7 @@ mod results;
 mod run;
 mod sequence;
 mod sources;
+mod statements;
 mod tree;
 
 use std::path::Path;

@@ -6,7 +6,7 @@
 use super::command::{self, Parsed};
 use super::output::{self, Ran, Which};
 use super::tree::Tree;
-use super::{database, kept, results, sequence, Report};
+use super::{database, kept, results, sequence, statements, Report};
 use crate::crash::Mode;
 use crate::fail;
 use crate::lab;
@@ -136,6 +136,8 @@ pub(super) fn check_run(report: &mut Report, tree: &Tree) {
     let many = scenarios.len() > 1;
     let study = !command.moves.is_empty();
     let mut verdicts: Vec<Option<Verdict>> = Vec::with_capacity(steps.len());
+    let preparer = statements::Preparer::new(&statements::schemas(lab))
+        .expect("the lab's own schemas load into an in-memory database");
     // Background steps whose stdout shows the line the driver waited for.
     let mut ready = std::collections::BTreeSet::new();
     for (index, (scenario, step)) in steps.iter().enumerate() {
@@ -184,6 +186,12 @@ pub(super) fn check_run(report: &mut Report, tree: &Tree) {
         };
         let mut problems = output::check(&ran, lab.points, &processes.pragmas);
         problems.extend(bound_to_step(&ran, step));
+        problems.extend(
+            preparer
+                .check(&stdout)
+                .into_iter()
+                .map(|t| (Which::Stdout, t)),
+        );
         for (which, text) in problems {
             let file = match which {
                 Which::Stdout => stdout_rel.as_str(),
