@@ -496,3 +496,53 @@ fn a_chaos_run_audits_pass_and_its_claims_are_re_derived_from_its_databases() {
         "{text}"
     );
 }
+
+#[test]
+fn a_symlink_is_a_problem_and_its_target_is_never_opened() {
+    let scratch = tempfile::tempdir().unwrap();
+    let dir = scratch.path().join("linked");
+    copy_dir(&archive(), &dir);
+    // The target is a FIFO with no writer: opening it would block, so an audit that ends at
+    // all never opened it.
+    let fifo = scratch.path().join("fifo");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let rel = "after-consume.stdout.txt";
+    fs::remove_file(dir.join(rel)).unwrap();
+    std::os::unix::fs::symlink(&fifo, dir.join(rel)).unwrap();
+    std::os::unix::fs::symlink(scratch.path(), dir.join("outside")).unwrap();
+    let mut child = std::process::Command::new(BIN)
+        .args(["audit", dir.to_str().unwrap(), "--json"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > deadline {
+            child.kill().unwrap();
+            panic!("the audit opened a symlink's target (a FIFO) and blocked");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let problems = report["problems"].as_array().unwrap();
+    for file in [rel, "outside"] {
+        assert!(
+            problems.iter().any(|p| p["file"] == file
+                && p["problem"] == "is a symlink; evidence holds plain files only"),
+            "{file}: {problems:?}"
+        );
+    }
+    assert!(
+        report["attested"][0]
+            .as_str()
+            .unwrap()
+            .contains("wall_ms, max_rss_kb"),
+        "{report}"
+    );
+}
