@@ -15,6 +15,13 @@ fn sha256_hex(path: &Path) -> String {
     digest.iter().map(|b| format!("{b:02x}")).collect()
 }
 
+fn find(haystack: &[u8], needle: &[u8]) -> usize {
+    haystack
+        .windows(needle.len())
+        .position(|w| w == needle)
+        .expect("present")
+}
+
 fn archive() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("evidence")
@@ -94,6 +101,12 @@ fn every_flipped_byte_missing_file_and_added_file_fails_and_is_named() {
         let mut bytes = fs::read(&path).unwrap();
         if bytes.is_empty() {
             bytes.push(b'x');
+        } else if rel == Path::new("manifest.json") {
+            // The middle of its `files` digests: a changed `sources` digest is a note
+            // (`sources: differ`), a failure only with --strict-sources (below).
+            let files_at = find(&bytes, b"\"files\"");
+            let middle = files_at + (bytes.len() - files_at) / 2;
+            bytes[middle] ^= 0x01;
         } else {
             let middle = bytes.len() / 2;
             bytes[middle] ^= 0x01;
@@ -110,6 +123,25 @@ fn every_flipped_byte_missing_file_and_added_file_fails_and_is_named() {
             );
         }
     }
+
+    // A source digest changed: the checkout no longer matches what the manifest says built it.
+    let dir = scratch.path().join("sources");
+    copy_dir(&original, &dir);
+    let path = dir.join("manifest.json");
+    let mut manifest = json(&path);
+    manifest["sources"]["src/lab/lab14.rs"] = serde_json::json!("0".repeat(64));
+    fs::write(&path, serde_json::to_string_pretty(&manifest).unwrap()).unwrap();
+    let (code, out) = audit(&dir, &[]);
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("sources: differ: "))
+        .unwrap_or("");
+    assert!(line.contains("src/lab/lab14.rs"), "{out}");
+    // A note without --strict-sources: nothing else is wrong.
+    assert_eq!(code, 0, "{out}");
+    let (code, out) = audit(&dir, &["--strict-sources"]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("source src/lab/lab14.rs differs"), "{out}");
 
     let dir = scratch.path().join("deleted");
     copy_dir(&original, &dir);

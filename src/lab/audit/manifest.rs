@@ -7,8 +7,23 @@ use super::Report;
 use crate::lab::evidence::{self, Manifest};
 use crate::outbox::model::hex;
 
-/// Every listed file has its digest, and every file is listed.
+fn hex64(v: &str) -> bool {
+    v.len() == 64
+        && v.bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+}
+
+/// Every listed file has its digest, and every file is listed; every digest, of a file or of
+/// a source, is a SHA-256 in lowercase hex.
 pub(super) fn check_files(report: &mut Report, tree: &Tree, manifest: &Manifest) {
+    for (rel, digest) in &manifest.sources {
+        if !plain(rel) || !hex64(digest) {
+            report.problem(
+                evidence::MANIFEST,
+                format!("source {rel}: '{digest}' is not a path and a SHA-256 in hex"),
+            );
+        }
+    }
     for (rel, expected) in &manifest.files {
         if !plain(rel) {
             report.problem(rel, "manifest path leaves the evidence directory");
