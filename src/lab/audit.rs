@@ -532,6 +532,10 @@ fn check_run(
         check_database_files(report, lab, &steps, rows);
         check_kept(report, dir, lab, &scenarios, rows);
     }
+    // The replay of the SQL history against every recorded state and claim.
+    for (file, problem) in lab::replay::check(dir, lab, &scenarios, &processes.processes) {
+        report.problem(&file, problem);
+    }
 }
 
 /// Databases kept with `--keep-db` must be the files the last row of each describes: the
