@@ -4,6 +4,7 @@
 use std::path::Path;
 
 use anyhow::Result;
+use rusqlite::Connection;
 use serde::Serialize;
 
 use crate::dispatch::schema::{HISTORY, INTENTS, RECEIPTS, RECEIVER};
@@ -53,10 +54,72 @@ pub struct Paths<'a> {
     pub receiver: &'a Path,
 }
 
-fn count(db: &Db, path: &Path, sql: &str) -> Result<i64> {
-    db.conn
-        .query_row(sql, [], |r| r.get(0))
-        .map_err(|e| store::explain(e, db.db, &path.display().to_string()))
+fn n(conn: &Connection, sql: &str) -> rusqlite::Result<i64> {
+    conn.query_row(sql, [], |r| r.get(0))
+}
+
+pub fn intents_state(conn: &Connection) -> rusqlite::Result<IntentsState> {
+    Ok(IntentsState {
+        intents: n(conn, "SELECT count(*) FROM intents")?,
+        pending: n(
+            conn,
+            "SELECT count(*) FROM intents WHERE status = 'pending'",
+        )?,
+        unknown: n(
+            conn,
+            "SELECT count(*) FROM intents WHERE status = 'unknown'",
+        )?,
+        attempts: n(conn, "SELECT count(*) FROM attempts")?,
+    })
+}
+
+pub fn receipts_state(conn: &Connection) -> rusqlite::Result<ReceiptsState> {
+    Ok(ReceiptsState {
+        receipts: n(conn, "SELECT count(*) FROM receipts")?,
+        replayed: n(conn, "SELECT count(*) FROM receipts WHERE replayed = 1")?,
+    })
+}
+
+pub fn history_state(conn: &Connection) -> rusqlite::Result<HistoryState> {
+    Ok(HistoryState {
+        history: n(conn, "SELECT count(*) FROM history")?,
+    })
+}
+
+pub fn receiver_state(conn: &Connection) -> rusqlite::Result<ReceiverState> {
+    Ok(ReceiverState {
+        effects: n(conn, "SELECT count(*) FROM effects")?,
+        keys: n(conn, "SELECT count(DISTINCT key) FROM effects")?,
+        ledger: n(conn, "SELECT count(*) FROM idempotency")?,
+    })
+}
+
+/// The readback JSON of open connections (files, or the audit's replay); `None` is a file
+/// that does not exist (`absent`).
+pub fn state_of(
+    intents: Option<&Connection>,
+    receipts: Option<&Connection>,
+    history: Option<&Connection>,
+    receiver: Option<&Connection>,
+) -> rusqlite::Result<State> {
+    let mut state = State::default();
+    match intents {
+        Some(c) => state.intents = intents_state(c)?,
+        None => state.absent.push("intents"),
+    }
+    match receipts {
+        Some(c) => state.receipts = receipts_state(c)?,
+        None => state.absent.push("receipts"),
+    }
+    match history {
+        Some(c) => state.history = history_state(c)?,
+        None => state.absent.push("history"),
+    }
+    match receiver {
+        Some(c) => state.receiver = receiver_state(c)?,
+        None => state.absent.push("receiver"),
+    }
+    Ok(state)
 }
 
 pub fn read(paths: &Paths<'_>) -> Result<State> {
@@ -67,51 +130,25 @@ pub fn read(paths: &Paths<'_>) -> Result<State> {
 /// process, where stdout is its report).
 pub fn read_traced(paths: &Paths<'_>, trace: bool) -> Result<State> {
     let mut state = State::default();
+    // Each file is opened, counted and closed in turn, so the trace keeps its order.
+    fn on(db: &Db, p: &Path) -> impl Fn(rusqlite::Error) -> anyhow::Error {
+        let (name, shown) = (db.db, p.display().to_string());
+        move |e| store::explain(e, name, &shown)
+    }
     match store::open_existing(paths.intents, &INTENTS, trace)? {
-        Some(db) => {
-            let p = paths.intents;
-            state.intents = IntentsState {
-                intents: count(&db, p, "SELECT count(*) FROM intents")?,
-                pending: count(
-                    &db,
-                    p,
-                    "SELECT count(*) FROM intents WHERE status = 'pending'",
-                )?,
-                unknown: count(
-                    &db,
-                    p,
-                    "SELECT count(*) FROM intents WHERE status = 'unknown'",
-                )?,
-                attempts: count(&db, p, "SELECT count(*) FROM attempts")?,
-            };
-        }
+        Some(db) => state.intents = intents_state(&db.conn).map_err(on(&db, paths.intents))?,
         None => state.absent.push("intents"),
     }
     match store::open_existing(paths.receipts, &RECEIPTS, trace)? {
-        Some(db) => {
-            let p = paths.receipts;
-            state.receipts = ReceiptsState {
-                receipts: count(&db, p, "SELECT count(*) FROM receipts")?,
-                replayed: count(&db, p, "SELECT count(*) FROM receipts WHERE replayed = 1")?,
-            };
-        }
+        Some(db) => state.receipts = receipts_state(&db.conn).map_err(on(&db, paths.receipts))?,
         None => state.absent.push("receipts"),
     }
     match store::open_existing(paths.history, &HISTORY, trace)? {
-        Some(db) => {
-            state.history.history = count(&db, paths.history, "SELECT count(*) FROM history")?;
-        }
+        Some(db) => state.history = history_state(&db.conn).map_err(on(&db, paths.history))?,
         None => state.absent.push("history"),
     }
     match store::open_existing(paths.receiver, &RECEIVER, trace)? {
-        Some(db) => {
-            let p = paths.receiver;
-            state.receiver = ReceiverState {
-                effects: count(&db, p, "SELECT count(*) FROM effects")?,
-                keys: count(&db, p, "SELECT count(DISTINCT key) FROM effects")?,
-                ledger: count(&db, p, "SELECT count(*) FROM idempotency")?,
-            };
-        }
+        Some(db) => state.receiver = receiver_state(&db.conn).map_err(on(&db, paths.receiver))?,
         None => state.absent.push("receiver"),
     }
     Ok(state)

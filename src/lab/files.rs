@@ -150,7 +150,7 @@ fn logical_sha256_uri(uri: &str) -> Result<String> {
         | OpenFlags::SQLITE_OPEN_NO_MUTEX
         | OpenFlags::SQLITE_OPEN_URI;
     let conn = Connection::open_with_flags(uri, flags).context("opening")?;
-    digest_conn(&conn)
+    logical_sha256_conn(&conn)
 }
 
 fn feed(hasher: &mut Sha256, value: ValueRef<'_>) {
@@ -184,10 +184,12 @@ pub fn logical_sha256(path: &Path) -> Result<String> {
         OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
     )
     .with_context(|| format!("opening {}", path.display()))?;
-    digest_conn(&conn)
+    logical_sha256_conn(&conn)
 }
 
-fn digest_conn(conn: &Connection) -> Result<String> {
+/// The logical digest of the database open on `conn` (a file, or the audit's in-memory
+/// replay of a run's history).
+pub fn logical_sha256_conn(conn: &Connection) -> Result<String> {
     let mut hasher = Sha256::new();
     let mut digest = || -> rusqlite::Result<()> {
         for pragma in ["application_id", "user_version"] {

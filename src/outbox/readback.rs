@@ -4,6 +4,7 @@
 use std::path::Path;
 
 use anyhow::Result;
+use rusqlite::Connection;
 use serde::Serialize;
 
 use crate::outbox::schema::{QUEUE, RECEIVER, SENDER};
@@ -53,58 +54,86 @@ fn count(db: &Db, sql: &str, shown: &str) -> Result<i64> {
         .map_err(|e| store::explain(e, db.db, shown))
 }
 
+fn n(conn: &Connection, sql: &str) -> rusqlite::Result<i64> {
+    conn.query_row(sql, [], |r| r.get(0))
+}
+
+/// The sender's part of the readback, from an open connection (a file, or the audit's replay).
+pub fn sender_state(conn: &Connection) -> rusqlite::Result<SenderState> {
+    Ok(SenderState {
+        contracts: n(conn, "SELECT count(*) FROM contracts")?,
+        outbox_pending: n(conn, "SELECT count(*) FROM outbox WHERE status = 'pending'")?,
+        outbox_sent: n(conn, "SELECT count(*) FROM outbox WHERE status = 'sent'")?,
+    })
+}
+
+pub fn queue_state(conn: &Connection) -> rusqlite::Result<QueueState> {
+    Ok(QueueState {
+        deliveries: n(conn, "SELECT count(*) FROM deliveries")?,
+        messages: n(conn, "SELECT count(DISTINCT message_id) FROM deliveries")?,
+        pending: n(
+            conn,
+            "SELECT count(*) FROM deliveries WHERE status = 'pending'",
+        )?,
+        acked: n(
+            conn,
+            "SELECT count(*) FROM deliveries WHERE status = 'acked'",
+        )?,
+        rejected: n(
+            conn,
+            "SELECT count(*) FROM deliveries WHERE status = 'rejected'",
+        )?,
+    })
+}
+
+pub fn receiver_state(conn: &Connection) -> rusqlite::Result<ReceiverState> {
+    Ok(ReceiverState {
+        inbox: n(conn, "SELECT count(*) FROM inbox")?,
+        ledger: n(conn, "SELECT coalesce(sum(balance), 0) FROM ledger")?,
+    })
+}
+
+/// The readback JSON of open connections; `None` is a file that does not exist (`absent`).
+pub fn state_of(
+    sender: &Connection,
+    queue: Option<&Connection>,
+    receiver: Option<&Connection>,
+) -> rusqlite::Result<State> {
+    let mut state = State {
+        sender: sender_state(sender)?,
+        ..State::default()
+    };
+    match queue {
+        Some(q) => state.queue = queue_state(q)?,
+        None => state.absent.push("queue"),
+    }
+    match receiver {
+        Some(r) => state.receiver = receiver_state(r)?,
+        None => state.absent.push("receiver"),
+    }
+    Ok(state)
+}
+
 /// Read the three files read-only. The sender file must exist: every run starts there.
 pub fn read(paths: &Paths<'_>, trace: bool) -> Result<State> {
     let mut state = State::default();
     let sender = store::open_traced(paths.sender, &SENDER, Access::Read, trace)?;
     let queue = store::open_existing(paths.queue, &QUEUE, trace)?;
     let receiver = store::open_existing(paths.receiver, &RECEIVER, trace)?;
-    let s = paths.sender.display().to_string();
-    state.sender = SenderState {
-        contracts: count(&sender, "SELECT count(*) FROM contracts", &s)?,
-        outbox_pending: count(
-            &sender,
-            "SELECT count(*) FROM outbox WHERE status = 'pending'",
-            &s,
-        )?,
-        outbox_sent: count(
-            &sender,
-            "SELECT count(*) FROM outbox WHERE status = 'sent'",
-            &s,
-        )?,
-    };
+    let shown = |p: &Path| p.display().to_string();
+    state.sender = sender_state(&sender.conn)
+        .map_err(|e| store::explain(e, sender.db, &shown(paths.sender)))?;
     match &queue {
         Some(q) => {
-            let s = paths.queue.display().to_string();
-            state.queue = QueueState {
-                deliveries: count(q, "SELECT count(*) FROM deliveries", &s)?,
-                messages: count(q, "SELECT count(DISTINCT message_id) FROM deliveries", &s)?,
-                pending: count(
-                    q,
-                    "SELECT count(*) FROM deliveries WHERE status = 'pending'",
-                    &s,
-                )?,
-                acked: count(
-                    q,
-                    "SELECT count(*) FROM deliveries WHERE status = 'acked'",
-                    &s,
-                )?,
-                rejected: count(
-                    q,
-                    "SELECT count(*) FROM deliveries WHERE status = 'rejected'",
-                    &s,
-                )?,
-            };
+            state.queue =
+                queue_state(&q.conn).map_err(|e| store::explain(e, q.db, &shown(paths.queue)))?
         }
         None => state.absent.push("queue"),
     }
     match &receiver {
         Some(r) => {
-            let s = paths.receiver.display().to_string();
-            state.receiver = ReceiverState {
-                inbox: count(r, "SELECT count(*) FROM inbox", &s)?,
-                ledger: count(r, "SELECT coalesce(sum(balance), 0) FROM ledger", &s)?,
-            };
+            state.receiver = receiver_state(&r.conn)
+                .map_err(|e| store::explain(e, r.db, &shown(paths.receiver)))?
         }
         None => state.absent.push("receiver"),
     }

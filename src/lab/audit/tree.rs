@@ -26,6 +26,8 @@ const DEPTH_MAX: usize = 8;
 pub const SYMLINK: &str = "is a symlink; evidence holds plain files only";
 
 pub struct Tree {
+    /// DIR itself: the replay reads its files by their paths (it refuses symlinks itself).
+    dir: std::path::PathBuf,
     /// Every plain file, relative with `/`, and its bytes (`None`: listed but not read, and
     /// the reason is a problem already).
     files: BTreeMap<String, Option<Vec<u8>>>,
@@ -35,6 +37,7 @@ impl Tree {
     /// Walk `dir` (which the caller found to be a directory) and read every plain file.
     pub fn load(report: &mut Report, dir: &Path) -> Tree {
         let mut tree = Tree {
+            dir: dir.to_path_buf(),
             files: BTreeMap::new(),
         };
         let mut total_bytes = 0u64;
@@ -120,6 +123,10 @@ impl Tree {
             }
         }
         tree
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
     }
 
     /// Every plain file, sorted.
