@@ -15,6 +15,7 @@ mod database;
 mod kept;
 mod manifest;
 mod output;
+mod replayed;
 mod report;
 mod results;
 mod run;

@@ -6,7 +6,7 @@
 use super::command::{self, Parsed};
 use super::output::{self, Ran, Which};
 use super::tree::Tree;
-use super::{database, kept, results, sequence, statements, Report};
+use super::{database, kept, replayed, results, sequence, statements, Report};
 use crate::crash::Mode;
 use crate::fail;
 use crate::lab;
@@ -241,54 +241,7 @@ pub(super) fn check_run(report: &mut Report, tree: &Tree) {
         command.keep_db,
         rows.as_deref(),
     );
-    // The replay of the SQL history against every recorded state and claim.
-    let replayed = lab::replay::check(tree.dir(), lab, &scenarios, &processes.processes);
-    name_traces(report, &steps, &replayed, many);
-    for (file, problem) in replayed {
-        report.problem(&file, problem);
-    }
-}
-
-/// A recorded state the replayed history does not give is a disagreement between two files:
-/// the row, and the trace of the step after which it first shows (the replay names the row).
-/// Name that trace too, once per scenario and database, so a changed trace is named where it
-/// was changed. The replay says `<scenario> after <step>, <file>: recorded logical_sha256 …`.
-fn name_traces(
-    report: &mut Report,
-    steps: &[(&Scenario, &Step)],
-    replayed: &[(String, String)],
-    many: bool,
-) {
-    let mut named = std::collections::BTreeSet::new();
-    for (file, problem) in replayed {
-        if file != evidence::DATABASE_FILES || !problem.contains(": recorded logical_sha256 ") {
-            continue;
-        }
-        for (scenario, step) in steps {
-            let Some(rest) =
-                problem.strip_prefix(&format!("{} after {}, ", scenario.name, step.name))
-            else {
-                continue;
-            };
-            let db = rest.split(':').next().unwrap_or("");
-            if named.insert((scenario.name.clone(), db.to_string())) {
-                let (stdout, _) = output_files(scenario, step);
-                let label = if many {
-                    format!("{}/{}", scenario.name, step.name)
-                } else {
-                    step.name.clone()
-                };
-                report.problem(
-                    &stdout,
-                    format!(
-                        "{label}: the history traced up to this step does not give {db} as {} records it",
-                        evidence::DATABASE_FILES
-                    ),
-                );
-            }
-            break;
-        }
-    }
+    replayed::check(report, tree, lab, &steps, &scenarios, &processes, many);
 }
 
 /// The step's stdout and stderr, relative to DIR, as the driver names them.
