@@ -108,6 +108,42 @@ const ATTESTED: &[&str] = &[
     "progress_units",
 ];
 
+/// The kind of a change the audit did not catch.
+fn classify(rel: &str, line: &str, at: usize, old: &str, new: &str) -> &'static str {
+    let spaces = old.trim().is_empty() && new.trim().is_empty();
+    if rel.ends_with(".json") && spaces {
+        return "whitespace in JSON";
+    }
+    if key_of(line).is_some_and(|k| ATTESTED.contains(&k)) {
+        return "an attested field";
+    }
+    let first_word = line.split(' ').next().unwrap_or("");
+    if at < first_word.len() {
+        return "the line's tag (SQL, POINT…): the line is no longer one the audit reads";
+    }
+    if let Some(rest) = line.strip_prefix("SQL ") {
+        let statement = rest.split_once(' ').map_or("", |(_, s)| s).trim_start();
+        let read = statement.starts_with("SELECT ")
+            || statement.starts_with("--")
+            || (statement.starts_with("PRAGMA ") && !statement.contains('='));
+        if read || statement.starts_with("PRAGMA query_only") {
+            return "a read-only statement (schema check, count): no state changes";
+        }
+        if rel.starts_with("logs/") {
+            return "a value or literal a chaos process wrote (chaos logs are not replayed)";
+        }
+        return "other";
+    }
+    if old
+        .chars()
+        .all(|c| c.is_ascii_alphabetic() || c.is_whitespace())
+        && !line.starts_with('{')
+    {
+        return "a word or space of a message's prose";
+    }
+    "other"
+}
+
 fn measure(run: &Path, scratch: &Path, n: usize, seed: u64) {
     let (code0, text0) = audit(run);
     assert_eq!(code0, 0, "{text0}");
@@ -143,17 +179,20 @@ fn measure(run: &Path, scratch: &Path, n: usize, seed: u64) {
         let line_start = text[..start].rfind('\n').map_or(0, |p| p + 1);
         let line_end = text[end..].find('\n').map_or(text.len(), |p| end + p);
         let line = &text[line_start..line_end];
-        let kind = if rel.ends_with(".json") && old.trim().is_empty() && new.trim().is_empty() {
-            "whitespace in JSON"
-        } else if key_of(line).is_some_and(|k| ATTESTED.contains(&k)) {
-            "an attested field"
-        } else {
-            others.push(format!(
-                "  {rel}: {old:?} -> {new:?} in {:?}",
-                line.chars().take(160).collect::<String>()
-            ));
-            "other"
-        };
+        let kind = classify(&rel, line, start - line_start, old, &new);
+        if kind.starts_with("other") || kind.starts_with("a value") {
+            // What surrounds the change, to read.
+            let mut from = start.saturating_sub(50).max(line_start);
+            while !text.is_char_boundary(from) {
+                from -= 1;
+            }
+            let mut to = (end + 50).min(line_end);
+            while !text.is_char_boundary(to) {
+                to += 1;
+            }
+            let around = format!("{}[{old}->{new}]{}", &text[from..start], &text[end..to]);
+            others.push(format!("  {kind}: {rel}: {around:?}"));
+        }
         *kinds.entry(kind).or_insert(0) += 1;
     }
     println!(
