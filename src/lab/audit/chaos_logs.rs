@@ -94,7 +94,7 @@ pub(super) fn check_processes(
         .map(|k| k.step.as_str())
         .collect();
     let lab = crate::lab::find("14").expect("chaos runs lab 14");
-    let preparer = super::statements::Preparer::new(&super::statements::schemas(lab))
+    let mut preparer = super::statements::Preparer::new(&super::statements::schemas(lab))
         .expect("the lab's own schemas load into an in-memory database");
     let mut runs: BTreeMap<&str, Vec<u32>> = BTreeMap::new();
     let mut logs = BTreeSet::new();

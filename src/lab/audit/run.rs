@@ -136,7 +136,7 @@ pub(super) fn check_run(report: &mut Report, tree: &Tree) {
     let many = scenarios.len() > 1;
     let study = !command.moves.is_empty();
     let mut verdicts: Vec<Option<Verdict>> = Vec::with_capacity(steps.len());
-    let preparer = statements::Preparer::new(&statements::schemas(lab))
+    let mut preparer = statements::Preparer::new(&statements::schemas(lab))
         .expect("the lab's own schemas load into an in-memory database");
     // Background steps whose stdout shows the line the driver waited for.
     let mut ready = std::collections::BTreeSet::new();

@@ -36,6 +36,9 @@ pub struct Preparer {
     /// By the same name, the schema's DDL on one line, as the trace prints it: a `CREATE`
     /// must be one of its statements (a database holding the schema would refuse it).
     ddl: BTreeMap<&'static str, String>,
+    /// Statements already accepted, by database: roles repeat their set-up statements in
+    /// every process, and each needs preparing once.
+    accepted: std::collections::HashSet<(String, String)>,
 }
 
 impl Preparer {
@@ -54,11 +57,15 @@ impl Preparer {
                 .collect();
             ddl.insert(schema.db, one_line.join(" "));
         }
-        Ok(Preparer { with_schema, ddl })
+        Ok(Preparer {
+            with_schema,
+            ddl,
+            accepted: std::collections::HashSet::new(),
+        })
     }
 
     /// Lines of `stdout` whose statement does not prepare, as problems.
-    pub fn check(&self, stdout: &str) -> Vec<String> {
+    pub fn check(&mut self, stdout: &str) -> Vec<String> {
         let mut problems = Vec::new();
         for (index, line) in stdout.lines().enumerate() {
             let Some(rest) = line.strip_prefix("SQL ") else {
@@ -74,6 +81,10 @@ impl Preparer {
                 // The trace's note for a pragma table-valued call, not a statement.
                 continue;
             }
+            let key = (db.to_string(), statement.to_string());
+            if self.accepted.contains(&key) {
+                continue;
+            }
             let refused = if trimmed.starts_with("CREATE ") {
                 let known = self.ddl.get(db).is_some_and(|d| d.contains(trimmed));
                 (!known).then(|| format!("not a statement of the {db} schema"))
@@ -82,6 +93,9 @@ impl Preparer {
                     .err()
                     .map(|e| format!("a statement SQLite does not accept on {db}: {e}"))
             };
+            if refused.is_none() {
+                self.accepted.insert(key);
+            }
             if let Some(why) = refused {
                 problems.push(format!("line {}: {why}", index + 1));
                 if problems.len() >= PROBLEMS_MAX {
