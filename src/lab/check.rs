@@ -3,7 +3,7 @@
 
 use serde_json::{json, Value};
 
-use crate::crash::Mode;
+use crate::crash::{self, Mode};
 use crate::lab::scenario::{readback_json, Expect, Step};
 
 /// What a step showed, and every way it differs from what it had to show.
@@ -45,9 +45,23 @@ pub fn check(
                 .is_some_and(|l| stdout.lines().any(|s| s == l));
             expected["crash_line"] = json!(line);
             observed["crash_line"] = json!(seen);
-            match line {
-                Some(l) if !seen => problems.push(format!("stdout lacks the line '{l}'")),
-                None => problems.push("the crash was moved away: no crash happened".to_string()),
+            // An armed point the phase never reached is said by the phase itself.
+            let not_reached = step
+                .crash
+                .as_deref()
+                .map(|spec| {
+                    let (point, hit) = crash::split_spec(spec);
+                    crash::not_reached_line(point, hit)
+                })
+                .filter(|l| stdout.lines().any(|s| s == l));
+            match (line, not_reached) {
+                (Some(_), Some(missed)) if !seen => {
+                    observed["not_reached"] = json!(true);
+                    problems.push(format!("the armed point was never reached: '{missed}'"))
+                }
+                (Some(l), _) if !seen => problems.push(format!("stdout lacks the line '{l}'")),
+                // `--move-crash STEP=none`: the step runs to its end (its exit says so), and
+                // like every step without a crash it must not print a CRASH line (below).
                 _ => {}
             }
         }

@@ -1,13 +1,47 @@
 //! Run one child process with a bound: stdout and stderr straight into evidence files, wall
-//! time, peak memory, and a SIGKILL when it runs past its timeout.
+//! time, peak memory, and a SIGKILL when it runs past its timeout or the run is interrupted
+//! (SIGINT, SIGTERM: every wait here wakes on `interrupt`'s self-pipe).
 
 use std::fs::File;
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::sync::mpsc;
+use std::sync::{mpsc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
+
+use crate::interrupt;
+
+/// Every child spawned here and not reaped yet: what `kill_all` ends when a run is
+/// interrupted along a path that forgot one.
+static CHILDREN: Mutex<Vec<libc::pid_t>> = Mutex::new(Vec::new());
+
+fn children() -> std::sync::MutexGuard<'static, Vec<libc::pid_t>> {
+    CHILDREN.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// A child was reaped (its pid may be reused from now on): forget it.
+pub fn forget(pid: libc::pid_t) {
+    children().retain(|p| *p != pid);
+}
+
+/// A child was spawned by another module (the load pipeline): remember it.
+pub fn remember(pid: libc::pid_t) {
+    children().push(pid);
+}
+
+/// SIGKILL and reap every child not reaped yet. Called once a run has unwound, on the main
+/// thread, when no other thread reaps any more.
+pub fn kill_all() {
+    let pids: Vec<libc::pid_t> = children().drain(..).collect();
+    for pid in pids {
+        // SAFETY: kill and waitpid on our own unreaped child have no memory effects.
+        unsafe {
+            libc::kill(pid, libc::SIGKILL);
+            libc::waitpid(pid, std::ptr::null_mut(), 0);
+        }
+    }
+}
 
 /// How a child ended.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -31,6 +65,7 @@ fn wait4(pid: libc::pid_t) -> std::io::Result<(i32, Option<i32>, i64)> {
         // SAFETY: wait4 writes only into the two out-parameters we own.
         let r = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
         if r == pid {
+            forget(pid);
             break;
         }
         let err = std::io::Error::last_os_error();
@@ -88,20 +123,34 @@ fn wait_exited(pid: libc::pid_t) -> std::io::Result<()> {
     }
 }
 
-/// Wait for an already spawned child with a bound, killing it when the bound passes.
+/// How a bounded wait ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Waited {
+    Exited,
+    TimedOut,
+    /// SIGINT or SIGTERM reached the run first.
+    Interrupted(libc::c_int),
+}
+
+/// Wait for an already spawned child with a bound, killing it when the bound passes. When
+/// the run is interrupted the child is killed and reaped, and the error is `Interrupted`.
 pub fn wait_bounded(pid: libc::pid_t, started: Instant, timeout: Duration) -> Result<Ended> {
-    let (elapsed, timed_out) = match exited_within(pid, timeout) {
-        Some(true) => (started.elapsed(), false),
-        Some(false) => {
-            // Still running past its bound, and not reaped (only wait4 below reaps), so the
-            // pid is still this child's.
-            // SAFETY: kill has no memory effects.
-            unsafe { libc::kill(pid, libc::SIGKILL) };
-            (started.elapsed(), true)
-        }
-        None => wait_with_thread(pid, started, timeout)?,
+    let waited = match exited_within(pid, timeout) {
+        Some(waited) => waited,
+        None => wait_with_thread(pid, timeout)?,
     };
+    let elapsed = started.elapsed();
+    if waited != Waited::Exited {
+        // Still running, and not reaped (only wait4 below reaps), so the pid is still this
+        // child's.
+        // SAFETY: kill has no memory effects.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+    }
     let (exit, signal, max_rss_kb) = wait4(pid).context("reaping a child")?;
+    if let Waited::Interrupted(signal) = waited {
+        return Err(anyhow::Error::new(interrupt::Interrupted(signal)));
+    }
+    let timed_out = waited == Waited::TimedOut;
     Ok(Ended {
         exit,
         signal,
@@ -111,66 +160,99 @@ pub fn wait_bounded(pid: libc::pid_t, started: Instant, timeout: Duration) -> Re
     })
 }
 
-/// Whether `pid` exits within `timeout`, by polling its pidfd (no thread, no reaping);
-/// `None` when the kernel has no pidfd_open.
-fn exited_within(pid: libc::pid_t, timeout: Duration) -> Option<bool> {
+/// The longest a wait sleeps before it looks at the interrupt flag again, should the
+/// self-pipe be missing (no handler installed): the bound on noticing a signal late.
+const WAKE_SLICE: Duration = Duration::from_millis(100);
+
+/// Whether `pid` exits within `timeout`, by polling its pidfd and the interrupt self-pipe (no
+/// thread, no reaping); `None` when the kernel has no pidfd_open.
+fn exited_within(pid: libc::pid_t, timeout: Duration) -> Option<Waited> {
     // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor or -1.
     let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) } as libc::c_int;
     if fd < 0 {
         return None;
     }
     let deadline = Instant::now() + timeout;
-    let exited = loop {
-        let left_ms = deadline
-            .saturating_duration_since(Instant::now())
-            .as_millis();
-        let mut poll = libc::pollfd {
-            fd,
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        // SAFETY: poll reads and writes only the one pollfd we own.
-        let r = unsafe { libc::poll(&mut poll, 1, left_ms.min(i32::MAX as u128) as libc::c_int) };
-        if r > 0 {
-            break true;
+    let wake = interrupt::wake_fd().unwrap_or(-1);
+    let waited = loop {
+        if let Some(signal) = interrupt::caught() {
+            break Waited::Interrupted(signal);
         }
-        if r == 0 {
-            break false;
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            break Waited::TimedOut;
         }
-        if std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
-            break false;
+        // A negative fd is ignored by poll: without a handler only the pidfd counts.
+        let mut polls = [
+            libc::pollfd {
+                fd,
+                events: libc::POLLIN,
+                revents: 0,
+            },
+            libc::pollfd {
+                fd: wake,
+                events: libc::POLLIN,
+                revents: 0,
+            },
+        ];
+        let slice_ms = left.min(WAKE_SLICE).as_millis().max(1) as libc::c_int;
+        // SAFETY: poll reads and writes only the two pollfds we own.
+        let r = unsafe { libc::poll(polls.as_mut_ptr(), 2, slice_ms) };
+        if r > 0 && polls[0].revents != 0 {
+            break Waited::Exited;
         }
+        if r < 0 && std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
+            // poll itself failed: count it as the bound passing, never as an exit.
+            break Waited::TimedOut;
+        }
+        // r == 0 (a slice passed), EINTR (a signal: the flag says which), or the self-pipe:
+        // look at the flag and the deadline again.
     };
     // SAFETY: fd is ours and closed once.
     unsafe { libc::close(fd) };
-    Some(exited)
+    Some(waited)
 }
 
-/// The same wait on a kernel without pidfds: a thread blocks in waitid (without reaping).
-fn wait_with_thread(
-    pid: libc::pid_t,
-    started: Instant,
-    timeout: Duration,
-) -> Result<(Duration, bool)> {
+/// The same wait on a kernel without pidfds: a thread blocks in waitid (without reaping),
+/// the caller looks at the interrupt flag between slices.
+fn wait_with_thread(pid: libc::pid_t, timeout: Duration) -> Result<Waited> {
     let (tx, rx) = mpsc::channel();
     let waiter = std::thread::spawn(move || {
-        let result = wait_exited(pid);
-        let _ = tx.send((result, started.elapsed()));
+        let _ = tx.send(wait_exited(pid));
     });
-    let (exited, elapsed, timed_out) = match rx.recv_timeout(timeout) {
-        Ok((result, elapsed)) => (result, elapsed, false),
-        Err(_) => {
-            // SAFETY: kill has no memory effects; the pid is unreaped, so still this child's.
-            unsafe { libc::kill(pid, libc::SIGKILL) };
-            let (result, elapsed) = rx
-                .recv_timeout(Duration::from_secs(10))
-                .context("a child killed with SIGKILL did not exit within 10 s")?;
-            (result, elapsed, true)
+    let deadline = Instant::now() + timeout;
+    let slices_max = timeout.as_millis() / WAKE_SLICE.as_millis() + 2;
+    let mut waited = Waited::TimedOut;
+    for _ in 0..slices_max {
+        if let Some(signal) = interrupt::caught() {
+            waited = Waited::Interrupted(signal);
+            break;
         }
-    };
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            break;
+        }
+        match rx.recv_timeout(left.min(WAKE_SLICE)) {
+            Ok(result) => {
+                result.context("waiting for a child")?;
+                let _ = waiter.join();
+                return Ok(Waited::Exited);
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                anyhow::bail!("the thread waiting for child {pid} ended without a word")
+            }
+        }
+    }
+    // Timed out or interrupted: kill it (unreaped, so the pid is still this child's) and let
+    // the waiting thread see it exit.
+    // SAFETY: kill has no memory effects.
+    unsafe { libc::kill(pid, libc::SIGKILL) };
+    rx.recv_timeout(Duration::from_secs(10))
+        .context("a child killed with SIGKILL did not exit within 10 s")?
+        .context("waiting for a child")?;
     let _ = waiter.join();
-    exited.context("waiting for a child")?;
-    Ok((elapsed, timed_out))
+    Ok(waited)
 }
 
 /// The environment variable through which a child learns which process it must die with.
@@ -218,6 +300,8 @@ pub fn spawn(
     stdout: &Path,
     stderr: &Path,
 ) -> Result<Started> {
+    // No new child once the run is interrupted.
+    interrupt::check()?;
     let out = File::create(stdout).with_context(|| format!("creating {}", stdout.display()))?;
     let err = File::create(stderr).with_context(|| format!("creating {}", stderr.display()))?;
     let started = Instant::now();
@@ -233,6 +317,7 @@ pub fn spawn(
         .spawn()
         .with_context(|| format!("starting {}", args.first().map_or("", |a| a.as_str())))?;
     let pid = child.id() as libc::pid_t;
+    remember(pid);
     // Reaped later with wait4; dropping the handle neither waits nor kills.
     drop(child);
     Ok(Started { pid, started })
@@ -251,6 +336,7 @@ pub fn poll_exit(started: &Started) -> Result<Option<Ended>> {
     if r != started.pid {
         return Err(std::io::Error::last_os_error()).context("polling a background child");
     }
+    forget(started.pid);
     let (exit, signal) = if libc::WIFEXITED(status) {
         (libc::WEXITSTATUS(status), None)
     } else if libc::WIFSIGNALED(status) {
@@ -279,6 +365,8 @@ pub fn await_ready(
     const POLL_MS: u64 = 10;
     let rounds = timeout.as_millis() as u64 / POLL_MS + 1;
     for _ in 0..rounds {
+        // Interrupted: the caller's reaper kills the child on the way out.
+        interrupt::check()?;
         let text = std::fs::read_to_string(stdout).unwrap_or_default();
         if text.lines().any(|l| l.starts_with(ready)) {
             return Ok(Ok(()));
@@ -312,6 +400,7 @@ impl Drop for Reaper {
                 libc::kill(pid, libc::SIGKILL);
                 libc::waitpid(pid, std::ptr::null_mut(), 0);
             }
+            forget(pid);
         }
     }
 }

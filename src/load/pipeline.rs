@@ -33,6 +33,10 @@ const POLL: Duration = Duration::from_millis(3);
 /// Pause before starting again a role that exited 0 (work it could not take yet, such as
 /// deliveries another consumer holds, is not asked for in a busy loop).
 const IDLE_RESTART: Duration = Duration::from_millis(10);
+/// A role that failed this many starts in a row (ended with an unexpected code, or could not
+/// be spawned at all) stops the run: on a full disk every restart fails the same way, and
+/// restarting it until the deadline would only fill the logs.
+pub const FAILED_STARTS_MAX: u32 = 5;
 
 #[derive(Debug, Clone)]
 pub struct Plan {
@@ -166,6 +170,51 @@ struct Role {
     not_before: Option<Instant>,
     /// The driver killed it: start it again even when no work is visible.
     restart: bool,
+    /// Starts in a row that failed (reset by a clean exit or the driver's kill).
+    failed_starts: u32,
+    /// What the last failed start showed: its exit, its stderr's first line, or the spawn
+    /// error; and whether that was an I/O failure (exit 74, or an I/O error spawning it).
+    last_failure: Option<(String, bool)>,
+}
+
+impl Role {
+    fn new(name: String, kind: Kind, argv: Vec<String>) -> Role {
+        Role {
+            name,
+            kind,
+            argv,
+            runs: 0,
+            running: None,
+            not_before: None,
+            restart: false,
+            failed_starts: 0,
+            last_failure: None,
+        }
+    }
+
+    /// A start failed: count it, remember why, and try again after a pause.
+    fn failed(&mut self, why: String, io: bool) {
+        self.failed_starts += 1;
+        self.last_failure = Some((why, io));
+        self.not_before = Some(Instant::now() + IDLE_RESTART);
+    }
+
+    /// The run's end when this role failed too many starts in a row.
+    fn given_up(&self) -> Option<anyhow::Error> {
+        if self.failed_starts < FAILED_STARTS_MAX {
+            return None;
+        }
+        let (why, io) = self.last_failure.clone().unwrap_or_default();
+        let message = format!(
+            "{} failed {} starts in a row, the last: {why}; stopped instead of restarting it until the time limit",
+            self.name, self.failed_starts
+        );
+        Some(if io {
+            fail::io(message)
+        } else {
+            fail::failed(message)
+        })
+    }
 }
 
 /// One kill the driver made.
@@ -264,6 +313,7 @@ fn reap(pid: libc::pid_t) -> Result<Option<(i32, Option<i32>, i64)>> {
             return Ok(None);
         }
         if r == pid {
+            crate::lab::process::forget(pid);
             let (exit, signal) = if libc::WIFEXITED(status) {
                 (libc::WEXITSTATUS(status), None)
             } else if libc::WIFSIGNALED(status) {
@@ -300,35 +350,23 @@ pub fn run(
     );
     let (_, mut pick) = kill_schedule(plan.seed, plan.messages, plan.kill_at.len());
     let mut roles = vec![
-        Role {
-            name: "sender".into(),
-            kind: Kind::Sender,
-            argv: role_argv(Kind::Sender, plan, 0),
-            runs: 0,
-            running: None,
-            not_before: None,
-            restart: false,
-        },
-        Role {
-            name: "publisher".into(),
-            kind: Kind::Publisher,
-            argv: role_argv(Kind::Publisher, plan, 0),
-            runs: 0,
-            running: None,
-            not_before: None,
-            restart: false,
-        },
+        Role::new(
+            "sender".into(),
+            Kind::Sender,
+            role_argv(Kind::Sender, plan, 0),
+        ),
+        Role::new(
+            "publisher".into(),
+            Kind::Publisher,
+            role_argv(Kind::Publisher, plan, 0),
+        ),
     ];
     for c in 1..=plan.consumers {
-        roles.push(Role {
-            name: format!("consumer-c{c}"),
-            kind: Kind::Consumer,
-            argv: role_argv(Kind::Consumer, plan, c),
-            runs: 0,
-            running: None,
-            not_before: None,
-            restart: false,
-        });
+        roles.push(Role::new(
+            format!("consumer-c{c}"),
+            Kind::Consumer,
+            role_argv(Kind::Consumer, plan, c),
+        ));
     }
     let watcher = Watcher::open(work)?;
     let total_units = 3 * plan.messages as u64;
@@ -339,6 +377,11 @@ pub fn run(
     let polls_max = plan.deadline.as_millis() / POLL.as_millis().max(1) + 1;
     let mut quiescent = false;
     for _ in 0..polls_max {
+        // 0. SIGINT or SIGTERM: every child killed and reaped, and the run unwinds.
+        if let Err(interrupted) = crate::interrupt::check() {
+            stop_all(&mut roles);
+            return Err(interrupted);
+        }
         // 1. Reap what ended; kill what hangs.
         for role in roles.iter_mut() {
             let Some(running) = role.running.as_ref() else {
@@ -368,6 +411,10 @@ pub fn run(
                 } else if exit != expected_exit {
                     outcome.unexpected_exits += 1;
                 }
+                let failed_start = !timed_out && exit != fail::EXIT_LOCKED && exit != expected_exit;
+                if !failed_start && exit != fail::EXIT_LOCKED {
+                    role.failed_starts = 0;
+                }
                 let wall_ms = running.started.elapsed().as_secs_f64() * 1000.0;
                 let mut argv = vec!["crashlab".to_string()];
                 argv.extend(role.argv.iter().cloned());
@@ -389,6 +436,10 @@ pub fn run(
                 // Killed: start again at once. Ended by itself: after a pause.
                 role.restart = killed_by_driver;
                 role.not_before = (!killed_by_driver).then(|| Instant::now() + IDLE_RESTART);
+                if failed_start {
+                    let said = first_line(logs, &outcome.processes[outcome.processes.len() - 1]);
+                    role.failed(format!("exit {exit}{said}"), exit == fail::EXIT_IOERR);
+                }
             } else if !running.killed && running.started.elapsed() >= plan.process_timeout {
                 // SAFETY: kill has no memory effects; the pid is not reaped yet, so still ours.
                 unsafe { libc::kill(running.pid, libc::SIGKILL) };
@@ -462,24 +513,28 @@ pub fn run(
                 };
             if needed {
                 role.restart = false;
-                role.running = Some(spawn(exe, work, logs, role)?);
+                match spawn(exe, work, logs, role) {
+                    Ok(running) => role.running = Some(running),
+                    Err(e) if e.downcast_ref::<crate::interrupt::Interrupted>().is_some() => {
+                        stop_all(&mut roles);
+                        return Err(e);
+                    }
+                    Err(e) => {
+                        let io = fail::exit_code(&e) == fail::EXIT_IOERR;
+                        role.failed(format!("could not start: {}", fail::one_line(&e)), io);
+                    }
+                }
             }
+        }
+        if let Some(error) = roles.iter().find_map(Role::given_up) {
+            stop_all(&mut roles);
+            return Err(error);
         }
         std::thread::sleep(POLL);
     }
     if !quiescent {
         // Past the deadline: stop everything, reap it, and say so.
-        for role in roles.iter_mut() {
-            if let Some(running) = role.running.take() {
-                // SAFETY: as above.
-                unsafe { libc::kill(running.pid, libc::SIGKILL) };
-                let _ = crate::lab::process::wait_bounded(
-                    running.pid,
-                    running.started,
-                    Duration::from_secs(10),
-                );
-            }
-        }
+        stop_all(&mut roles);
         return Err(fail::failed(format!(
             "the pipeline did not reach quiescence within {} ms (last progress {} of {} units)",
             plan.deadline.as_millis(),
@@ -491,7 +546,33 @@ pub fn run(
     Ok(outcome)
 }
 
+/// SIGKILL every running role and reap it: nothing the pipeline started outlives it.
+fn stop_all(roles: &mut [Role]) {
+    for role in roles.iter_mut() {
+        if let Some(running) = role.running.take() {
+            // SAFETY: kill has no memory effects; the pid is not reaped yet, so still ours.
+            unsafe { libc::kill(running.pid, libc::SIGKILL) };
+            // Reaps it whatever it returns (an interrupted wait kills and reaps as well).
+            let _ = crate::lab::process::wait_bounded(
+                running.pid,
+                running.started,
+                Duration::from_secs(10),
+            );
+        }
+    }
+}
+
+/// `: <first line of its stderr>` of an ended process, or nothing when it printed none.
+fn first_line(logs: &Logs, process: &Process) -> String {
+    let Logs::Dir(dir) = logs;
+    std::fs::read_to_string(dir.join(&process.stderr))
+        .ok()
+        .and_then(|text| text.lines().next().map(|l| format!(": {l}")))
+        .unwrap_or_default()
+}
+
 fn spawn(exe: &Path, work: &Path, logs: &Logs, role: &mut Role) -> Result<Running> {
+    crate::interrupt::check()?;
     role.runs += 1;
     let step = format!("{}.{}", role.name, role.runs);
     let (out, err, stdout, stderr) = match logs {
@@ -518,6 +599,7 @@ fn spawn(exe: &Path, work: &Path, logs: &Logs, role: &mut Role) -> Result<Runnin
         .spawn()
         .with_context(|| format!("starting {step}"))?;
     let pid = child.id() as libc::pid_t;
+    crate::lab::process::remember(pid);
     // Reaped by wait4 in the loop; dropping the handle neither waits nor kills.
     drop(child);
     Ok(Running {
