@@ -231,3 +231,24 @@ fn crash(name: &str, mode: Mode) -> ! {
 
 /// How long a hung process sleeps before it gives up and exits on its own.
 pub const HANG_SECS_MAX: u64 = 3_600;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_spec_names_its_point_and_hit_and_the_not_reached_line_says_both() {
+        assert_eq!(
+            split_spec("sender.after-commit"),
+            ("sender.after-commit", 1)
+        );
+        assert_eq!(
+            split_spec("sender.after-commit@5"),
+            ("sender.after-commit", 5)
+        );
+        assert_eq!(
+            not_reached_line("sender.after-commit", 5),
+            "NOT-REACHED sender.after-commit@5"
+        );
+    }
+}

@@ -116,3 +116,34 @@ pub fn one_line(error: &anyhow::Error) -> String {
     }
     line.replace('\n', " ")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn io_failures_exit_74_wherever_they_come_from() {
+        let disk = std::io::Error::from_raw_os_error(libc::ENOSPC);
+        let e = anyhow::Error::new(disk).context("writing results.json");
+        assert_eq!(exit_code(&e), EXIT_IOERR);
+        let full = rusqlite::Error::SqliteFailure(
+            rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_FULL),
+            None,
+        );
+        assert_eq!(exit_code(&anyhow::Error::new(full)), EXIT_IOERR);
+        let ioerr = rusqlite::Error::SqliteFailure(
+            rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_IOERR_WRITE),
+            None,
+        );
+        assert_eq!(exit_code(&anyhow::Error::new(ioerr)), EXIT_IOERR);
+        // A documented failure keeps its code under any context; anything else is 1.
+        assert_eq!(exit_code(&usage("bad").context("outer")), EXIT_USAGE);
+        assert_eq!(exit_code(&io("full")), EXIT_IOERR);
+        let constraint = rusqlite::Error::SqliteFailure(
+            rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_CONSTRAINT),
+            None,
+        );
+        assert_eq!(exit_code(&anyhow::Error::new(constraint)), EXIT_FAILED);
+        assert_eq!(exit_code(&anyhow::anyhow!("odd")), EXIT_FAILED);
+    }
+}

@@ -104,3 +104,55 @@ pub fn check(
         problems,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lab::scenario::Step;
+
+    fn crashing() -> Step {
+        Step::crashing("c", "sender", &[], "sender.after-commit@5")
+    }
+
+    #[test]
+    fn a_step_armed_and_not_reached_is_said_so_by_its_own_line() {
+        let stdout = "POINT sender.after-commit #1\nNOT-REACHED sender.after-commit@5\n";
+        let v = check(&crashing(), Mode::Exit, 78, false, stdout, "");
+        assert_eq!(v.observed["not_reached"], true);
+        assert_eq!(v.expected["exit"], 73);
+        assert_eq!(
+            v.problems,
+            [
+                "exit 78, expected 73",
+                "the armed point was never reached: 'NOT-REACHED sender.after-commit@5'"
+            ]
+        );
+        // Without the line, it is a missing CRASH line, as before.
+        let v = check(&crashing(), Mode::Exit, 0, false, "", "");
+        assert!(v.observed.get("not_reached").is_none());
+        assert!(
+            v.problems[1].starts_with("stdout lacks the line"),
+            "{:?}",
+            v.problems
+        );
+    }
+
+    #[test]
+    fn a_crash_moved_to_none_expects_a_clean_exit() {
+        let mut step = crashing();
+        step.crash = None;
+        step.expected_exit = 0;
+        let v = check(&step, Mode::Exit, 0, false, "COMMITTED sender x\n", "");
+        assert!(v.problems.is_empty(), "{:?}", v.problems);
+        assert_eq!(v.expected["exit"], 0);
+        let v = check(
+            &step,
+            Mode::Exit,
+            73,
+            false,
+            "CRASH sender.after-commit exit=73\n",
+            "",
+        );
+        assert_eq!(v.problems.len(), 2, "{:?}", v.problems);
+    }
+}

@@ -540,3 +540,25 @@ pub fn endings_wrong<'a>(
     }
     error
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_armed_process_that_never_crashed_must_say_not_reached() {
+        assert!(said_not_reached(78, "POINT x #1\nNOT-REACHED x@2\n"));
+        assert!(
+            !said_not_reached(0, "POINT x #1\n"),
+            "the old silent exit 0"
+        );
+        assert!(
+            !said_not_reached(78, "POINT x #1\n"),
+            "the code without the line"
+        );
+        assert!(
+            !said_not_reached(1, "NOT-REACHED x@2\n"),
+            "the line with another code"
+        );
+    }
+}
