@@ -284,7 +284,16 @@ pub fn run(
                 role.not_before = (!killed_by_driver).then(|| Instant::now() + IDLE_RESTART);
                 if failed_start {
                     let said = first_line(logs, &outcome.processes[outcome.processes.len() - 1]);
-                    role.failed(format!("exit {exit}{said}"), exit == fail::EXIT_IOERR);
+                    let io = exit == fail::EXIT_IOERR;
+                    // On a full disk the child's own stderr line may not have been written.
+                    let what = match (io, said.is_empty()) {
+                        (true, true) => {
+                            " (an I/O error; its stderr log is empty: is the disk full?)"
+                        }
+                        (true, false) => " (an I/O error)",
+                        _ => "",
+                    };
+                    role.failed(format!("exit {exit}{what}{said}"), io);
                 }
             } else if !running.killed && running.started.elapsed() >= plan.process_timeout {
                 // SAFETY: kill has no memory effects; the pid is not reaped yet, so still ours.

@@ -103,7 +103,7 @@ fn chaos_on_a_full_disk_stops_after_repeated_failed_starts_and_names_the_cause()
     assert_eq!(code(&out), 74, "{}", stdout(&out));
     let said = one_line(&out);
     assert!(
-        said.contains("failed 5 starts in a row, the last: exit 74"),
+        said.contains("failed 5 starts in a row, the last: exit 74 (an I/O error)"),
         "{said}"
     );
     assert!(!said.contains("quiescence"), "{said}");
