@@ -34,17 +34,17 @@ fn main() {
                 let (point, hit) = (missed.at.point, missed.at.hit);
                 out::line(&crash::not_reached_line(point, hit));
                 out::flush();
-                eprintln!(
+                out::warn(&format!(
                     "crashlab: the armed crash point {point}@{hit} was not reached (reached {} times); nothing crashed",
                     missed.hits
-                );
+                ));
                 fail::EXIT_NOT_REACHED
             }
         },
         Ok(code) => code,
         Err(error) => {
             out::flush();
-            eprintln!("crashlab: {}", fail::one_line(&error));
+            out::warn(&format!("crashlab: {}", fail::one_line(&error)));
             fail::exit_code(&error)
         }
     };
@@ -80,6 +80,6 @@ fn usage_error(error: clap::Error) -> ! {
         joined.as_str()
     };
     let first = first.strip_prefix("error: ").unwrap_or(first);
-    eprintln!("crashlab: {first} (see crashlab --help)");
+    out::warn(&format!("crashlab: {first} (see crashlab --help)"));
     std::process::exit(fail::EXIT_USAGE);
 }

@@ -140,6 +140,12 @@ fn print_panic_errno(text: &str) -> Option<i32> {
     tail.strip_suffix(')')?.parse().ok()
 }
 
+/// One line on stderr (an error, a progress note). A stderr that cannot be written has nobody
+/// left to tell, so a failure here is ignored rather than a panic: the exit code still speaks.
+pub fn warn(text: &str) {
+    let _ = writeln!(std::io::stderr(), "{text}");
+}
+
 /// A commit has returned: report it and make the report reach the file before going on.
 pub fn committed(db: &str, what: &str) {
     line(&format!("COMMITTED {db} {what}"));

@@ -75,6 +75,24 @@ fn closed_stdout(dir: &Path, line: &str) -> Output {
 }
 
 #[test]
+fn a_closed_stderr_does_not_stop_a_run_that_prints_progress_there() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = Command::new(BIN)
+        .args(w("chaos 14 --messages 2000 --kills 5 --out run"))
+        .current_dir(dir.path())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stderr.take());
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(code(&out), 0, "{}", stdout(&out));
+    assert!(stdout(&out).contains("PASS"), "{}", stdout(&out));
+    assert!(dir.path().join("run/manifest.json").is_file());
+}
+
+#[test]
 fn a_closed_stdout_pipe_ends_a_report_quietly_after_the_run_is_complete() {
     let dir = tempfile::tempdir().unwrap();
     let out = closed_stdout(dir.path(), "driver 13 --out run");
