@@ -213,6 +213,11 @@ pub struct Reaper(pub Vec<libc::pid_t>);
 impl Drop for Reaper {
     fn drop(&mut self) {
         for pid in self.0.drain(..) {
+            // A wait that was interrupted (SIGINT) has already killed and reaped its child
+            // before its error unwound to here: that pid may belong to another process now.
+            if !children().contains(&pid) {
+                continue;
+            }
             // SAFETY: kill and waitpid on our own unreaped child have no memory effects.
             unsafe {
                 libc::kill(pid, libc::SIGKILL);
