@@ -59,8 +59,9 @@ fn count(db: &Db, path: &Path, sql: &str) -> Result<i64> {
         .map_err(|e| store::explain(e, db.db, &path.display().to_string()))
 }
 
+/// The role's readback: traced unless `--no-trace` turned the trace off.
 pub fn read(paths: &Paths<'_>) -> Result<State> {
-    read_traced(paths, true)
+    read_traced(paths, store::trace_on())
 }
 
 /// As `read`, without the SQL trace when `trace` is false (the harness reads in its own
