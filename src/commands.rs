@@ -129,7 +129,7 @@ pub fn dispatch(command: Command) -> Result<i32> {
                     queue: &queue,
                     receiver: &receiver,
                 },
-                true,
+                crate::store::trace_on(),
             )?;
             let value = serde_json::to_value(&state)?;
             if json {
@@ -260,12 +260,12 @@ pub fn dispatch(command: Command) -> Result<i32> {
                     .iter()
                     .map(|l| serde_json::json!({"lab": l.full_name(), "points": l.points}))
                     .collect();
-                println!("{}", serde_json::to_string_pretty(&value)?);
+                crate::say!("{}", serde_json::to_string_pretty(&value)?);
             } else {
                 for l in labs {
-                    println!("lab {} ({}):", l.id, l.slug);
+                    crate::say!("lab {} ({}):", l.id, l.slug);
                     for p in l.points {
-                        println!("  {:<34} {}", p.name, p.window);
+                        crate::say!("  {:<34} {}", p.name, p.window);
                     }
                 }
             }
@@ -358,7 +358,7 @@ pub fn dispatch(command: Command) -> Result<i32> {
                         fail::one_line(&e)
                     ))
                 })?;
-                println!(
+                crate::say!(
                     "{} bytes={bytes} sha256={sha} logical_sha256={logical}",
                     file.display()
                 );

@@ -148,6 +148,47 @@ pub fn point(name: &'static str) {
     }
 }
 
+/// An armed point the phase did not reach as often as `@N` asked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NotReached {
+    pub at: CrashAt,
+    /// How often the point was reached (fewer than `at.hit`).
+    pub hits: u32,
+}
+
+/// At the end of a phase that ran to its end: the armed point, when it was never reached at
+/// its `@N` (the run asked for a crash that did not happen; that is said, never silent).
+pub fn not_reached() -> Option<NotReached> {
+    let armed = ARMED.lock().unwrap_or_else(|p| p.into_inner());
+    let at = armed.as_ref()?.at.clone();
+    let counts = COUNTS.lock().unwrap_or_else(|p| p.into_inner());
+    let hits = counts
+        .iter()
+        .find(|(n, _)| *n == at.point)
+        .map_or(0, |(_, c)| *c);
+    // Reaching the hit crashes the process, so a phase that got here stayed below it.
+    assert!(
+        hits < at.hit,
+        "{}@{} was reached and did not crash",
+        at.point,
+        at.hit
+    );
+    Some(NotReached { at, hits })
+}
+
+/// The line a phase prints when its armed point was never reached at `@N`.
+pub fn not_reached_line(point: &str, hit: u32) -> String {
+    format!("NOT-REACHED {point}@{hit}")
+}
+
+/// The `POINT[@N]` of a `--crash-at` argument as `(point, N)`; `@1` when there is no `@`.
+pub fn split_spec(spec: &str) -> (&str, u32) {
+    match spec.split_once('@') {
+        Some((point, n)) => (point, n.parse().unwrap_or(0)),
+        None => (spec, 1),
+    }
+}
+
 /// The line a crashed process prints last: `CRASH <point> exit=73` for the exit mode (the
 /// contract), `CRASH <point> signal=SIGABRT` or `signal=SIGKILL` for the others.
 pub fn crash_line(name: &str, mode: Mode) -> String {
@@ -190,3 +231,24 @@ fn crash(name: &str, mode: Mode) -> ! {
 
 /// How long a hung process sleeps before it gives up and exits on its own.
 pub const HANG_SECS_MAX: u64 = 3_600;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_spec_names_its_point_and_hit_and_the_not_reached_line_says_both() {
+        assert_eq!(
+            split_spec("sender.after-commit"),
+            ("sender.after-commit", 1)
+        );
+        assert_eq!(
+            split_spec("sender.after-commit@5"),
+            ("sender.after-commit", 5)
+        );
+        assert_eq!(
+            not_reached_line("sender.after-commit", 5),
+            "NOT-REACHED sender.after-commit@5"
+        );
+    }
+}

@@ -7,6 +7,7 @@ mod commands;
 mod crash;
 mod dispatch;
 mod fail;
+mod interrupt;
 mod lab;
 mod load;
 mod out;
@@ -18,16 +19,32 @@ use clap::Parser;
 
 fn main() {
     lab::process::die_with_parent_if_asked();
+    out::catch_print_panics();
     let cli = match cli::Cli::try_parse() {
         Ok(cli) => cli,
         Err(error) => usage_error(error),
     };
     store::set_trace(!cli.no_trace);
     let code = match commands::dispatch(cli.command) {
+        Ok(fail::EXIT_OK) => match crash::not_reached() {
+            None => fail::EXIT_OK,
+            Some(missed) => {
+                // The phase ran to its end without the crash it was armed for: say so on
+                // stdout (the evidence) and stderr (the user), and fail with EX_CONFIG.
+                let (point, hit) = (missed.at.point, missed.at.hit);
+                out::line(&crash::not_reached_line(point, hit));
+                out::flush();
+                out::warn(&format!(
+                    "crashlab: the armed crash point {point}@{hit} was not reached (reached {} times); nothing crashed",
+                    missed.hits
+                ));
+                fail::EXIT_NOT_REACHED
+            }
+        },
         Ok(code) => code,
         Err(error) => {
             out::flush();
-            eprintln!("crashlab: {}", fail::one_line(&error));
+            out::warn(&format!("crashlab: {}", fail::one_line(&error)));
             fail::exit_code(&error)
         }
     };
@@ -63,6 +80,6 @@ fn usage_error(error: clap::Error) -> ! {
         joined.as_str()
     };
     let first = first.strip_prefix("error: ").unwrap_or(first);
-    eprintln!("crashlab: {first} (see crashlab --help)");
+    out::warn(&format!("crashlab: {first} (see crashlab --help)"));
     std::process::exit(fail::EXIT_USAGE);
 }

@@ -64,9 +64,14 @@ pub fn set_trace(on: bool) {
     TRACE.store(on, Ordering::Relaxed);
 }
 
+/// Whether this process prints its SQL trace (`--no-trace` turns it off for every role).
+pub fn trace_on() -> bool {
+    TRACE.load(Ordering::Relaxed)
+}
+
 /// Open `path` as a database of kind `schema`, pin the pragmas, trace to stdout, check schema.
 pub fn open(path: &Path, schema: &'static Schema, access: Access) -> Result<Db> {
-    open_traced(path, schema, access, TRACE.load(Ordering::Relaxed))
+    open_traced(path, schema, access, trace_on())
 }
 
 /// As `open`, with the trace optional (the harness reads files without printing).
@@ -127,6 +132,22 @@ pub fn open_traced(
             .map_err(|e| explain(e, schema.db, &shown))?;
     }
     let empty = check_schema(&conn, schema, read_only, &shown)?;
+    // A corrupt page (a table's root, an index) is refused here, before anything is written
+    // or counted: an index can answer count(*) while the table it indexes is unreadable.
+    quick_check(&conn, schema.db, &shown)?;
+    // A file SQLite could open only for reading (write-protected, immutable, on a read-only
+    // mount) is refused before the role writes anything anywhere: the publisher would
+    // otherwise commit a delivery into the queue and fail only when it marks the row sent.
+    if !read_only
+        && conn
+            .is_readonly(rusqlite::MAIN_DB)
+            .map_err(|e| explain(e, schema.db, &shown))?
+    {
+        return Err(fail::usage(format!(
+            "{} database {shown} is read-only (it cannot be written by this process)",
+            schema.db
+        )));
+    }
     if !read_only {
         conn.set_db_config(DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, false)
             .map_err(|e| explain(e, schema.db, &shown))?;
@@ -195,17 +216,44 @@ pub fn explain(error: rusqlite::Error, db: &str, shown: &str) -> anyhow::Error {
         Some(ErrorCode::DatabaseCorrupt) => fail::usage(format!(
             "{db} database {shown} is corrupt (database disk image is malformed)"
         )),
-        _ => {
-            // rusqlite's text repeats SQLite's message after the code; keep SQLite's once.
-            let message = match &error {
-                rusqlite::Error::SqliteFailure(e, Some(text)) => {
-                    format!("{text} (SQLite code {})", e.extended_code)
-                }
-                other => other.to_string(),
-            };
-            anyhow::anyhow!("{db} database {shown}: {message}")
+        Some(code) if fail::is_io_code(code) => {
+            fail::io(format!("{db} database {shown}: {}", sqlite_message(&error)))
         }
+        _ => anyhow::anyhow!("{db} database {shown}: {}", sqlite_message(&error)),
     }
+}
+
+/// SQLite's message and extended code, once (rusqlite's text repeats it after the code).
+fn sqlite_message(error: &rusqlite::Error) -> String {
+    match error {
+        rusqlite::Error::SqliteFailure(e, Some(text)) => {
+            format!("{text} (SQLite code {})", e.extended_code)
+        }
+        other => other.to_string(),
+    }
+}
+
+/// The most problems `quick_check` is asked for: the first is enough to refuse the file.
+const QUICK_CHECK_ROWS_MAX: u32 = 1;
+
+/// `PRAGMA quick_check`: every page of every table and index is read and its b-tree checked
+/// (not that indexes match their tables: that is integrity_check, far slower). One line
+/// naming the file and the first problem when it is not `ok`.
+fn quick_check(conn: &Connection, db: &str, shown: &str) -> Result<()> {
+    let verdict: String = conn
+        .query_row(
+            &format!("PRAGMA quick_check({QUICK_CHECK_ROWS_MAX})"),
+            [],
+            |row| row.get(0),
+        )
+        .map_err(|e| explain(e, db, shown))?;
+    if verdict != "ok" {
+        return Err(fail::usage(format!(
+            "{db} database {shown} is corrupt (quick_check: {})",
+            verdict.replace('\n', " ")
+        )));
+    }
+    Ok(())
 }
 
 fn pin_pragmas(conn: &Connection, read_only: bool) -> rusqlite::Result<()> {

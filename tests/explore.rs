@@ -261,12 +261,17 @@ fn an_unreachable_point_is_reported_as_not_reached_never_as_a_pass() {
     for inv in INVARIANTS {
         assert!(c["invariants"][inv].is_null(), "{inv} is not judged");
     }
-    // Armed, not reached: the consumer ran to its end, with no CRASH line.
+    // Armed, not reached: the consumer ran to its end, with no CRASH line, and said so
+    // (NOT-REACHED, exit 78).
     let dir = out.join(c["evidence"].as_str().unwrap());
     let stdout = std::fs::read_to_string(dir.join("04-consumer.stdout.txt")).unwrap();
     assert!(!stdout.contains("CRASH "));
     assert!(stdout.contains("CONSUMED applied=2"));
-    assert_eq!(c["crash_exit"], 0);
+    assert_eq!(c["crash_exit"], 78);
+    assert!(
+        stdout.contains("NOT-REACHED consumer.after-inbox-commit@1"),
+        "{stdout}"
+    );
     // The table and the Markdown say it in words.
     let md = std::fs::read_to_string(out.join("explore.md")).unwrap();
     assert!(

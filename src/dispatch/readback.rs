@@ -122,8 +122,9 @@ pub fn state_of(
     Ok(state)
 }
 
+/// The role's readback: traced unless `--no-trace` turned the trace off.
 pub fn read(paths: &Paths<'_>) -> Result<State> {
-    read_traced(paths, true)
+    read_traced(paths, store::trace_on())
 }
 
 /// As `read`, without the SQL trace when `trace` is false (the harness reads in its own

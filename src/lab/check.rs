@@ -3,7 +3,7 @@
 
 use serde_json::{json, Value};
 
-use crate::crash::Mode;
+use crate::crash::{self, Mode};
 use crate::lab::scenario::{readback_json, Expect, Step};
 
 /// What a step showed, and every way it differs from what it had to show.
@@ -45,9 +45,23 @@ pub fn check(
                 .is_some_and(|l| stdout.lines().any(|s| s == l));
             expected["crash_line"] = json!(line);
             observed["crash_line"] = json!(seen);
-            match line {
-                Some(l) if !seen => problems.push(format!("stdout lacks the line '{l}'")),
-                None => problems.push("the crash was moved away: no crash happened".to_string()),
+            // An armed point the phase never reached is said by the phase itself.
+            let not_reached = step
+                .crash
+                .as_deref()
+                .map(|spec| {
+                    let (point, hit) = crash::split_spec(spec);
+                    crash::not_reached_line(point, hit)
+                })
+                .filter(|l| stdout.lines().any(|s| s == l));
+            match (line, not_reached) {
+                (Some(_), Some(missed)) if !seen => {
+                    observed["not_reached"] = json!(true);
+                    problems.push(format!("the armed point was never reached: '{missed}'"))
+                }
+                (Some(l), _) if !seen => problems.push(format!("stdout lacks the line '{l}'")),
+                // `--move-crash STEP=none`: the step runs to its end (its exit says so), and
+                // like every step without a crash it must not print a CRASH line (below).
                 _ => {}
             }
         }
@@ -88,5 +102,57 @@ pub fn check(
         expected,
         observed,
         problems,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lab::scenario::Step;
+
+    fn crashing() -> Step {
+        Step::crashing("c", "sender", &[], "sender.after-commit@5")
+    }
+
+    #[test]
+    fn a_step_armed_and_not_reached_is_said_so_by_its_own_line() {
+        let stdout = "POINT sender.after-commit #1\nNOT-REACHED sender.after-commit@5\n";
+        let v = check(&crashing(), Mode::Exit, 78, false, stdout, "");
+        assert_eq!(v.observed["not_reached"], true);
+        assert_eq!(v.expected["exit"], 73);
+        assert_eq!(
+            v.problems,
+            [
+                "exit 78, expected 73",
+                "the armed point was never reached: 'NOT-REACHED sender.after-commit@5'"
+            ]
+        );
+        // Without the line, it is a missing CRASH line, as before.
+        let v = check(&crashing(), Mode::Exit, 0, false, "", "");
+        assert!(v.observed.get("not_reached").is_none());
+        assert!(
+            v.problems[1].starts_with("stdout lacks the line"),
+            "{:?}",
+            v.problems
+        );
+    }
+
+    #[test]
+    fn a_crash_moved_to_none_expects_a_clean_exit() {
+        let mut step = crashing();
+        step.crash = None;
+        step.expected_exit = 0;
+        let v = check(&step, Mode::Exit, 0, false, "COMMITTED sender x\n", "");
+        assert!(v.problems.is_empty(), "{:?}", v.problems);
+        assert_eq!(v.expected["exit"], 0);
+        let v = check(
+            &step,
+            Mode::Exit,
+            73,
+            false,
+            "CRASH sender.after-commit exit=73\n",
+            "",
+        );
+        assert_eq!(v.problems.len(), 2, "{:?}", v.problems);
     }
 }

@@ -60,7 +60,9 @@ pub fn apply_moves(lab: &Lab, scenarios: &mut [Scenario], moves: &[String]) -> R
         }
         for step in matching {
             if point == "none" {
+                // No crash: the step runs to its end and must exit 0 (results.json says so).
                 step.crash = None;
+                step.expected_exit = fail::EXIT_OK;
                 continue;
             }
             if !lab.points.iter().any(|p| p.phase() == step.phase) {
@@ -95,11 +97,34 @@ pub fn claim_out(out: &Path) -> Result<PathBuf> {
             partial.display()
         )));
     }
-    if let Some(parent) = out.parent().filter(|p| !p.as_os_str().is_empty()) {
-        fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
+    // A parent that is a file (`--out afile/sub`) is bad input, said before anything is made.
+    if let Some(file) = out.ancestors().skip(1).find(|a| a.is_file()) {
+        return Err(fail::usage(format!(
+            "output directory {}: {} is a file, not a directory",
+            out.display(),
+            file.display()
+        )));
     }
-    fs::create_dir(&partial).with_context(|| format!("creating {}", partial.display()))?;
+    if let Some(parent) = out.parent().filter(|p| !p.as_os_str().is_empty()) {
+        fs::create_dir_all(parent).map_err(|e| out_error(e, parent))?;
+    }
+    fs::create_dir(&partial).map_err(|e| out_error(e, &partial))?;
     Ok(partial)
+}
+
+/// A directory for the output that cannot be made: a path the user may not write or that
+/// names no directory is bad input (exit 2); anything else (a full disk) an I/O error (74).
+fn out_error(error: std::io::Error, path: &Path) -> anyhow::Error {
+    use std::io::ErrorKind;
+    let message = format!("creating {}: {error}", path.display());
+    match error.kind() {
+        ErrorKind::PermissionDenied
+        | ErrorKind::ReadOnlyFilesystem
+        | ErrorKind::NotADirectory
+        | ErrorKind::AlreadyExists
+        | ErrorKind::InvalidFilename => fail::usage(message),
+        _ => fail::io(message),
+    }
 }
 
 pub struct Run {
@@ -126,9 +151,15 @@ pub fn run(lab: &Lab, options: &Options) -> Result<i32> {
     }
     let mut scenarios = (lab.scenarios)();
     apply_moves(lab, &mut scenarios, &options.moves)?;
+    crate::interrupt::catch().context("catching SIGINT and SIGTERM")?;
     let partial = claim_out(&options.out)?;
     let started = Instant::now();
     let result = execute(lab, options, &scenarios, &partial, started);
+    // SIGINT or SIGTERM: the steps' children were killed and the work directories removed
+    // as the run unwound; what it wrote goes too, and one line says so (exit 130).
+    if let Some(signal) = crate::interrupt::caught() {
+        return Err(crate::interrupt::finish(signal, Some(&partial)));
+    }
     let run = match result {
         Ok(run) => run,
         Err(e) => {
@@ -440,14 +471,14 @@ fn readback_key(scenario: &str, step: &str) -> String {
 }
 
 fn print_report(lab: &Lab, run: &Run, scenarios: &[Scenario], options: &Options) {
-    println!(
+    crate::say!(
         "lab {} ({}): {}; evidence in {}",
         lab.id,
         lab.slug,
         lab.title,
         options.out.display()
     );
-    println!();
+    crate::say!();
     let width = scenarios
         .iter()
         .flat_map(|s| s.steps.iter())
@@ -455,9 +486,12 @@ fn print_report(lab: &Lab, run: &Run, scenarios: &[Scenario], options: &Options)
         .max()
         .unwrap_or(0)
         .max(18);
-    println!(
+    crate::say!(
         "{:<width$} {:>6} {:>5} {:>8}  state",
-        "step", "expect", "exit", "wall_ms"
+        "step",
+        "expect",
+        "exit",
+        "wall_ms"
     );
     let all_steps = scenarios.iter().flat_map(|s| s.steps.iter());
     let mut current: Option<&str> = None;
@@ -470,7 +504,7 @@ fn print_report(lab: &Lab, run: &Run, scenarios: &[Scenario], options: &Options)
     {
         if scenarios.len() > 1 && current != Some(p.scenario.as_str()) {
             current = Some(p.scenario.as_str());
-            println!("[{}]", p.scenario);
+            crate::say!("[{}]", p.scenario);
         }
         let state = match &step.expect {
             Expect::Readback(stage) => {
@@ -482,6 +516,10 @@ fn print_report(lab: &Lab, run: &Run, scenarios: &[Scenario], options: &Options)
             }
             Expect::Crash => match (&step.crash, r.observed["crash_line"] == true) {
                 (Some(point), true) => format!("CRASH {point}"),
+                (Some(spec), false) if r.observed["not_reached"] == true => {
+                    let (point, hit) = crash::split_spec(spec);
+                    crash::not_reached_line(point, hit)
+                }
                 (Some(point), false) => format!("no CRASH line (armed {point})"),
                 (None, _) => "no crash (moved away)".to_string(),
             },
@@ -490,12 +528,15 @@ fn print_report(lab: &Lab, run: &Run, scenarios: &[Scenario], options: &Options)
             Expect::Exit => String::new(),
         };
         let mark = if r.ok { "" } else { "  <-- FAILED" };
-        println!(
+        crate::say!(
             "{:<width$} {:>6} {:>5} {:>8.2}  {state}{mark}",
-            p.step, p.expected_exit, p.exit, p.wall_ms
+            p.step,
+            p.expected_exit,
+            p.exit,
+            p.wall_ms
         );
     }
-    println!();
+    crate::say!();
     if scenarios.len() > 1 {
         print_scenarios(run, scenarios);
     }
@@ -503,24 +544,24 @@ fn print_report(lab: &Lab, run: &Run, scenarios: &[Scenario], options: &Options)
     for s in &failed {
         for problem in &s.problems {
             if scenarios.len() > 1 {
-                println!("  {}/{}: {problem}", s.scenario, s.step);
+                crate::say!("  {}/{}: {problem}", s.scenario, s.step);
             } else {
-                println!("  {}: {problem}", s.step);
+                crate::say!("  {}: {problem}", s.step);
             }
         }
     }
     let total = run.processes.total_wall_ms;
     let n = run.processes.processes.len();
     if failed.is_empty() {
-        println!("PASS: {n} processes, every expectation held; total wall_ms {total:.1}");
+        crate::say!("PASS: {n} processes, every expectation held; total wall_ms {total:.1}");
         if !options.moves.is_empty() {
-            println!(
+            crate::say!(
                 "note: the moved crash ({}) broke no expectation",
                 options.moves.join(", ")
             );
         }
     } else {
-        println!(
+        crate::say!(
             "FAIL: {} of {n} steps did not hold their expectations; total wall_ms {total:.1}",
             failed.len()
         );
@@ -530,7 +571,7 @@ fn print_report(lab: &Lab, run: &Run, scenarios: &[Scenario], options: &Options)
 /// One line per scenario: its last readback (the counts it must end with) and whether every
 /// step held.
 fn print_scenarios(run: &Run, scenarios: &[Scenario]) {
-    println!("{:<28} {:<4} final state", "scenario", "ok");
+    crate::say!("{:<28} {:<4} final state", "scenario", "ok");
     for scenario in scenarios {
         let ok = run
             .results
@@ -552,13 +593,13 @@ fn print_scenarios(run: &Run, scenarios: &[Scenario]) {
             }
             None => String::new(),
         };
-        println!(
+        crate::say!(
             "{:<28} {:<4} {state}",
             scenario.name,
             if ok { "yes" } else { "NO" }
         );
     }
-    println!();
+    crate::say!();
 }
 
 /// `target/lab/14-outbox-inbox-20261202T190000Z`: the default output directory.

@@ -140,7 +140,13 @@ fn child(exe: &Path, dir: &Path, name: &str, args: &[String]) -> Result<process:
     if ended.exit != 0 || ended.timed_out {
         let stderr =
             std::fs::read_to_string(dir.join(format!("{name}.stderr.txt"))).unwrap_or_default();
-        return Err(fail::failed(format!(
+        // A child's I/O failure (a full disk) is the bench's own: exit 74 as well.
+        let fails = if ended.exit == fail::EXIT_IOERR {
+            fail::io
+        } else {
+            fail::failed
+        };
+        return Err(fails(format!(
             "bench step {name} exited {}{}: {}",
             ended.exit,
             if ended.timed_out { " (timed out)" } else { "" },
@@ -529,6 +535,17 @@ fn pass(exe: &Path, o: &Options, trace: bool, problems: &mut Vec<String>) -> Res
 
 pub fn run(o: &Options) -> Result<i32> {
     validate(o)?;
+    crate::interrupt::catch().context("catching SIGINT and SIGTERM")?;
+    let result = measure(o);
+    // SIGINT or SIGTERM: the children were killed as the run unwound, and the temporary
+    // directories removed; one line says so (exit 130).
+    if let Some(signal) = crate::interrupt::caught() {
+        return Err(crate::interrupt::finish(signal, None));
+    }
+    result
+}
+
+fn measure(o: &Options) -> Result<i32> {
     let exe = std::env::current_exe().context("locating the crashlab binary")?;
     let n = o.messages;
     let bar = Progress::new("bench", 4);
@@ -641,7 +658,7 @@ pub fn run(o: &Options) -> Result<i32> {
         ),
     };
     if o.json {
-        println!("{}", serde_json::to_string(&report)?);
+        crate::say!("{}", serde_json::to_string(&report)?);
     } else {
         print_report(&report);
     }
@@ -653,28 +670,43 @@ pub fn run(o: &Options) -> Result<i32> {
 }
 
 fn print_report(r: &Report) {
-    println!(
+    crate::say!(
         "bench 14: {} messages, batch {}, {} consumers, {} cpus, SQLite {}",
-        r.messages, r.batch, r.consumers, r.cpus, r.sqlite_version
+        r.messages,
+        r.batch,
+        r.consumers,
+        r.cpus,
+        r.sqlite_version
     );
-    println!();
-    println!(
+    crate::say!();
+    crate::say!(
         "{:<28} {:>10} {:>10} {:>12}",
-        "phase (1 message)", "median_ms", "max_ms", "max_rss_kb"
+        "phase (1 message)",
+        "median_ms",
+        "max_ms",
+        "max_rss_kb"
     );
     for c in &r.phase_costs {
-        println!(
+        crate::say!(
             "{:<28} {:>10.2} {:>10.2} {:>12}",
-            c.phase, c.median_wall_ms, c.max_wall_ms, c.max_rss_kb
+            c.phase,
+            c.median_wall_ms,
+            c.max_wall_ms,
+            c.max_rss_kb
         );
     }
-    println!();
-    println!(
+    crate::say!();
+    crate::say!(
         "{:<28} {:>10} {:>10} {:>12} {:>7} {:>12}",
-        "stage", "wall_ms", "rows/s", "ceiling/s", "ratio", "trace_bytes"
+        "stage",
+        "wall_ms",
+        "rows/s",
+        "ceiling/s",
+        "ratio",
+        "trace_bytes"
     );
     for s in &r.stages {
-        println!(
+        crate::say!(
             "{:<28} {:>10.1} {:>10.0} {:>12.0} {:>7.3} {:>12}",
             s.stage,
             s.wall_ms,
@@ -684,14 +716,14 @@ fn print_report(r: &Report) {
             s.trace_bytes
         );
     }
-    println!();
-    println!("command: {}", r.command);
+    crate::say!();
+    crate::say!("command: {}", r.command);
     if r.ok {
-        println!("OK: every run ended with the N effects exactly once");
+        crate::say!("OK: every run ended with the N effects exactly once");
     } else {
         for p in &r.problems {
-            println!("  {p}");
+            crate::say!("  {p}");
         }
-        println!("FAIL");
+        crate::say!("FAIL");
     }
 }

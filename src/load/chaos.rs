@@ -177,6 +177,7 @@ pub fn validate(o: &Options) -> Result<()> {
 
 pub fn run(o: &Options, command: Vec<String>) -> Result<i32> {
     validate(o)?;
+    crate::interrupt::catch().context("catching SIGINT and SIGTERM")?;
     let exe = std::env::current_exe().context("locating the crashlab binary")?;
     let partial = match &o.out {
         Some(out) => Some(claim_out(out)?),
@@ -214,6 +215,12 @@ pub fn run(o: &Options, command: Vec<String>) -> Result<i32> {
         &mut |done, total, k| bar.update(done, total, &format!("kills {k}/{kills}")),
     );
     bar.finish();
+    // SIGINT or SIGTERM: the pipeline killed and reaped its children; the work directory
+    // goes with `temp`, what the run wrote goes here (exit 130).
+    if let Some(signal) = crate::interrupt::caught() {
+        drop(temp);
+        return Err(crate::interrupt::finish(signal, partial.as_deref()));
+    }
     let outcome = match outcome {
         Ok(outcome) => outcome,
         Err(e) => {
@@ -269,7 +276,7 @@ pub fn run(o: &Options, command: Vec<String>) -> Result<i32> {
         evidence::publish(partial, out)?;
     }
     if o.json {
-        println!("{}", serde_json::to_string(&report)?);
+        crate::say!("{}", serde_json::to_string(&report)?);
     } else {
         print_report(&report);
     }
@@ -321,7 +328,7 @@ fn write_evidence(
 
 fn print_report(r: &Report<'_>) {
     let c = r.check;
-    println!(
+    crate::say!(
         "chaos 14: {} messages, {} consumers, batch {}, seed {}: {} of {} kills, {} processes, wall_ms {:.1}",
         r.messages, r.consumers, r.batch, r.seed, r.kills_done, r.kills_requested, r.processes, r.wall_ms
     );
@@ -331,36 +338,45 @@ fn print_report(r: &Report<'_>) {
         .map(|(role, n)| format!("{role} {n}"))
         .collect();
     if !by_role.is_empty() {
-        println!("kills by role: {}", by_role.join(", "));
+        crate::say!("kills by role: {}", by_role.join(", "));
     }
-    println!(
+    crate::say!(
         "physical deliveries {} (duplicate deliveries {}), duplicates suppressed {}, busy exits {}",
-        c.physical_deliveries, c.duplicate_deliveries, c.duplicates_suppressed, r.busy_exits
+        c.physical_deliveries,
+        c.duplicate_deliveries,
+        c.duplicates_suppressed,
+        r.busy_exits
     );
-    println!(
+    crate::say!(
         "inbox {} of {}, ledger {} (expected {}), outbox pending {}, queue pending {}",
-        c.inbox, r.messages, c.ledger, c.ledger_expected, c.outbox_pending, c.queue_pending
+        c.inbox,
+        r.messages,
+        c.ledger,
+        c.ledger_expected,
+        c.outbox_pending,
+        c.queue_pending
     );
-    println!(
+    crate::say!(
         "lost effects {}, duplicated effects {}",
-        c.lost_effects, c.duplicated_effects
+        c.lost_effects,
+        c.duplicated_effects
     );
     if r.kills_done < r.kills_requested {
-        println!(
+        crate::say!(
             "note: {} of {} kills were made: the work ended before the rest found a running process",
             r.kills_done, r.kills_requested
         );
     }
     if let Some(dir) = &r.evidence {
-        println!("evidence in {dir}");
+        crate::say!("evidence in {dir}");
     }
-    println!("replay: {}", r.replay);
+    crate::say!("replay: {}", r.replay);
     if r.ok {
-        println!("PASS");
+        crate::say!("PASS");
     } else {
         for p in &r.problems {
-            println!("  {p}");
+            crate::say!("  {p}");
         }
-        println!("FAIL");
+        crate::say!("FAIL");
     }
 }

@@ -5,6 +5,7 @@ pub mod bench;
 pub mod chaos;
 pub mod pipeline;
 pub mod progress;
+pub mod roles;
 
 /// Chaos and bench exist for lab 14 only; another known lab is refused by name.
 pub fn check_lab(name: &str) -> anyhow::Result<()> {

@@ -8,17 +8,16 @@
 //! once. The run ends at quiescence: every contract written, no Outbox row pending, no
 //! delivery pending, no process running.
 
-use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use rusqlite::OptionalExtension;
 use serde::Serialize;
 
 use crate::fail;
 use crate::lab::evidence::Process;
+use crate::load::roles::{first_line, reap, role_argv, spawn, stop_all, Kind, Role};
 use crate::outbox::schema::{QUEUE, RECEIVER, SENDER};
 use crate::rng::SplitMix64;
 use crate::store::{self, Access, Db};
@@ -32,7 +31,11 @@ pub const RECEIVER_DB: &str = "receiver.db";
 const POLL: Duration = Duration::from_millis(3);
 /// Pause before starting again a role that exited 0 (work it could not take yet, such as
 /// deliveries another consumer holds, is not asked for in a busy loop).
-const IDLE_RESTART: Duration = Duration::from_millis(10);
+pub const IDLE_RESTART: Duration = Duration::from_millis(10);
+/// A role that failed this many starts in a row (ended with an unexpected code, or could not
+/// be spawned at all) stops the run: on a full disk every restart fails the same way, and
+/// restarting it until the deadline would only fill the logs.
+pub const FAILED_STARTS_MAX: u32 = 5;
 
 #[derive(Debug, Clone)]
 pub struct Plan {
@@ -139,35 +142,6 @@ pub fn create_files(work: &Path) -> Result<()> {
     Ok(())
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
-    Sender,
-    Publisher,
-    Consumer,
-}
-
-struct Running {
-    pid: libc::pid_t,
-    started: Instant,
-    step: String,
-    stdout: String,
-    stderr: String,
-    killed: bool,
-    /// Index into `Outcome::kills` of the driver's kill of this process.
-    kill: Option<usize>,
-}
-
-struct Role {
-    name: String,
-    kind: Kind,
-    argv: Vec<String>,
-    runs: u32,
-    running: Option<Running>,
-    not_before: Option<Instant>,
-    /// The driver killed it: start it again even when no work is visible.
-    restart: bool,
-}
-
 /// One kill the driver made.
 #[derive(Debug, Clone, Serialize)]
 pub struct Kill {
@@ -204,85 +178,6 @@ pub enum Logs {
 
 pub const LOGS: &str = "logs";
 
-/// A role's arguments after `crashlab` (the audit rebuilds them to check a chaos run's argv).
-pub fn role_argv(kind: Kind, plan: &Plan, consumer: usize) -> Vec<String> {
-    let batch = plan.batch.to_string();
-    let strings = |v: &[&str]| {
-        let mut argv = if plan.trace {
-            Vec::new()
-        } else {
-            vec!["--no-trace".to_string()]
-        };
-        argv.extend(v.iter().map(|s| s.to_string()));
-        argv
-    };
-    match kind {
-        Kind::Sender => strings(&[
-            "sender",
-            "--db",
-            SENDER_DB,
-            "--generate",
-            &plan.messages.to_string(),
-            "--seed",
-            &plan.seed.to_string(),
-            "--batch",
-            &batch,
-        ]),
-        Kind::Publisher => strings(&[
-            "publisher",
-            "--sender",
-            SENDER_DB,
-            "--queue",
-            QUEUE_DB,
-            "--batch",
-            &batch,
-        ]),
-        Kind::Consumer => strings(&[
-            "consumer",
-            "--queue",
-            QUEUE_DB,
-            "--receiver",
-            RECEIVER_DB,
-            "--consumer-id",
-            &format!("c{consumer}"),
-            "--lease-ms",
-            &plan.lease_ms.to_string(),
-            "--batch",
-            &batch,
-        ]),
-    }
-}
-
-/// Non-blocking wait4: `Some((exit, signal, max_rss_kb))` once the child has ended.
-fn reap(pid: libc::pid_t) -> Result<Option<(i32, Option<i32>, i64)>> {
-    let mut status: libc::c_int = 0;
-    // SAFETY: a zeroed rusage is a valid value for wait4 to fill.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    for _ in 0..100 {
-        // SAFETY: wait4 writes only into the two out-parameters we own.
-        let r = unsafe { libc::wait4(pid, &mut status, libc::WNOHANG, &mut usage) };
-        if r == 0 {
-            return Ok(None);
-        }
-        if r == pid {
-            let (exit, signal) = if libc::WIFEXITED(status) {
-                (libc::WEXITSTATUS(status), None)
-            } else if libc::WIFSIGNALED(status) {
-                let sig = libc::WTERMSIG(status);
-                (128 + sig, Some(sig))
-            } else {
-                (-1, None)
-            };
-            return Ok(Some((exit, signal, usage.ru_maxrss)));
-        }
-        let err = std::io::Error::last_os_error();
-        if err.kind() != std::io::ErrorKind::Interrupted {
-            return Err(anyhow::Error::new(err).context(format!("waiting for child {pid}")));
-        }
-    }
-    anyhow::bail!("waiting for child {pid}: interrupted 100 times in a row")
-}
-
 /// A callback for progress: (units done, units total, kills done).
 pub type OnProgress<'a> = &'a mut dyn FnMut(u64, u64, usize);
 
@@ -301,35 +196,23 @@ pub fn run(
     );
     let (_, mut pick) = kill_schedule(plan.seed, plan.messages, plan.kill_at.len());
     let mut roles = vec![
-        Role {
-            name: "sender".into(),
-            kind: Kind::Sender,
-            argv: role_argv(Kind::Sender, plan, 0),
-            runs: 0,
-            running: None,
-            not_before: None,
-            restart: false,
-        },
-        Role {
-            name: "publisher".into(),
-            kind: Kind::Publisher,
-            argv: role_argv(Kind::Publisher, plan, 0),
-            runs: 0,
-            running: None,
-            not_before: None,
-            restart: false,
-        },
+        Role::new(
+            "sender".into(),
+            Kind::Sender,
+            role_argv(Kind::Sender, plan, 0),
+        ),
+        Role::new(
+            "publisher".into(),
+            Kind::Publisher,
+            role_argv(Kind::Publisher, plan, 0),
+        ),
     ];
     for c in 1..=plan.consumers {
-        roles.push(Role {
-            name: format!("consumer-c{c}"),
-            kind: Kind::Consumer,
-            argv: role_argv(Kind::Consumer, plan, c),
-            runs: 0,
-            running: None,
-            not_before: None,
-            restart: false,
-        });
+        roles.push(Role::new(
+            format!("consumer-c{c}"),
+            Kind::Consumer,
+            role_argv(Kind::Consumer, plan, c),
+        ));
     }
     let watcher = Watcher::open(work)?;
     let total_units = 3 * plan.messages as u64;
@@ -340,6 +223,11 @@ pub fn run(
     let polls_max = plan.deadline.as_millis() / POLL.as_millis().max(1) + 1;
     let mut quiescent = false;
     for _ in 0..polls_max {
+        // 0. SIGINT or SIGTERM: every child killed and reaped, and the run unwinds.
+        if let Err(interrupted) = crate::interrupt::check() {
+            stop_all(&mut roles);
+            return Err(interrupted);
+        }
         // 1. Reap what ended; kill what hangs.
         for role in roles.iter_mut() {
             let Some(running) = role.running.as_ref() else {
@@ -369,6 +257,10 @@ pub fn run(
                 } else if exit != expected_exit {
                     outcome.unexpected_exits += 1;
                 }
+                let failed_start = !timed_out && exit != fail::EXIT_LOCKED && exit != expected_exit;
+                if !failed_start && exit != fail::EXIT_LOCKED {
+                    role.failed_starts = 0;
+                }
                 let wall_ms = running.started.elapsed().as_secs_f64() * 1000.0;
                 let mut argv = vec!["crashlab".to_string()];
                 argv.extend(role.argv.iter().cloned());
@@ -390,6 +282,19 @@ pub fn run(
                 // Killed: start again at once. Ended by itself: after a pause.
                 role.restart = killed_by_driver;
                 role.not_before = (!killed_by_driver).then(|| Instant::now() + IDLE_RESTART);
+                if failed_start {
+                    let said = first_line(logs, &outcome.processes[outcome.processes.len() - 1]);
+                    let io = exit == fail::EXIT_IOERR;
+                    // On a full disk the child's own stderr line may not have been written.
+                    let what = match (io, said.is_empty()) {
+                        (true, true) => {
+                            " (an I/O error; its stderr log is empty: is the disk full?)"
+                        }
+                        (true, false) => " (an I/O error)",
+                        _ => "",
+                    };
+                    role.failed(format!("exit {exit}{what}{said}"), io);
+                }
             } else if !running.killed && running.started.elapsed() >= plan.process_timeout {
                 // SAFETY: kill has no memory effects; the pid is not reaped yet, so still ours.
                 unsafe { libc::kill(running.pid, libc::SIGKILL) };
@@ -463,24 +368,28 @@ pub fn run(
                 };
             if needed {
                 role.restart = false;
-                role.running = Some(spawn(exe, work, logs, role)?);
+                match spawn(exe, work, logs, role) {
+                    Ok(running) => role.running = Some(running),
+                    Err(e) if e.downcast_ref::<crate::interrupt::Interrupted>().is_some() => {
+                        stop_all(&mut roles);
+                        return Err(e);
+                    }
+                    Err(e) => {
+                        let io = fail::exit_code(&e) == fail::EXIT_IOERR;
+                        role.failed(format!("could not start: {}", fail::one_line(&e)), io);
+                    }
+                }
             }
+        }
+        if let Some(error) = roles.iter().find_map(Role::given_up) {
+            stop_all(&mut roles);
+            return Err(error);
         }
         std::thread::sleep(POLL);
     }
     if !quiescent {
         // Past the deadline: stop everything, reap it, and say so.
-        for role in roles.iter_mut() {
-            if let Some(running) = role.running.take() {
-                // SAFETY: as above.
-                unsafe { libc::kill(running.pid, libc::SIGKILL) };
-                let _ = crate::lab::process::wait_bounded(
-                    running.pid,
-                    running.started,
-                    Duration::from_secs(10),
-                );
-            }
-        }
+        stop_all(&mut roles);
         return Err(fail::failed(format!(
             "the pipeline did not reach quiescence within {} ms (last progress {} of {} units)",
             plan.deadline.as_millis(),
@@ -490,44 +399,4 @@ pub fn run(
     }
     outcome.wall_ms = (started.elapsed().as_secs_f64() * 1e6).round() / 1000.0;
     Ok(outcome)
-}
-
-fn spawn(exe: &Path, work: &Path, logs: &Logs, role: &mut Role) -> Result<Running> {
-    role.runs += 1;
-    let step = format!("{}.{}", role.name, role.runs);
-    let (out, err, stdout, stderr) = match logs {
-        Logs::Dir(dir) => {
-            let stdout = format!("{LOGS}/{step}.stdout.txt");
-            let stderr = format!("{LOGS}/{step}.stderr.txt");
-            let out =
-                File::create(dir.join(&stdout)).with_context(|| format!("creating {stdout}"))?;
-            let err =
-                File::create(dir.join(&stderr)).with_context(|| format!("creating {stderr}"))?;
-            (Stdio::from(out), Stdio::from(err), stdout, stderr)
-        }
-    };
-    let started = Instant::now();
-    let mut command = Command::new(exe);
-    command
-        .args(&role.argv)
-        .current_dir(work)
-        .stdin(Stdio::null())
-        .stdout(out)
-        .stderr(err);
-    crate::lab::process::die_with_parent(&mut command);
-    let child = command
-        .spawn()
-        .with_context(|| format!("starting {step}"))?;
-    let pid = child.id() as libc::pid_t;
-    // Reaped by wait4 in the loop; dropping the handle neither waits nor kills.
-    drop(child);
-    Ok(Running {
-        pid,
-        started,
-        step,
-        stdout,
-        stderr,
-        killed: false,
-        kill: None,
-    })
 }

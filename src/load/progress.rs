@@ -41,11 +41,12 @@ impl Progress {
                 let tenth = done.min(total) * 10 / total.max(1);
                 if tenth > self.last_tenth {
                     self.last_tenth = tenth;
-                    eprintln!(
+                    // Progress is no evidence: a closed stderr must not stop the run.
+                    crate::out::warn(&format!(
                         "{}: {}% ({done} of {total} units) {note}",
                         self.label,
                         tenth * 10
-                    );
+                    ));
                 }
             }
         }
@@ -55,7 +56,7 @@ impl Progress {
     pub fn phase(&self, text: &str) {
         match &self.bar {
             Some(bar) => bar.println(format!("{}: {text}", self.label)),
-            None => eprintln!("{}: {text}", self.label),
+            None => crate::out::warn(&format!("{}: {text}", self.label)),
         }
     }
 

@@ -12,7 +12,8 @@ use super::output::{self, Ran, Which};
 use super::tree::Tree;
 use super::{Report, KILLS};
 use crate::lab::evidence::{self, Processes};
-use crate::load::pipeline::{self, Kind, Plan, LOGS};
+use crate::load::pipeline::{self, Plan, LOGS};
+use crate::load::roles::{role_argv, Kind};
 
 const P: &str = evidence::PROCESSES;
 /// Problems reported per log for its amounts: one is enough to fail, a few say which.
@@ -48,22 +49,16 @@ fn roles(options: &crate::load::chaos::Options) -> BTreeMap<String, (Kind, Vec<S
     let mut roles = BTreeMap::new();
     roles.insert(
         "sender".to_string(),
-        (Kind::Sender, pipeline::role_argv(Kind::Sender, &plan, 0)),
+        (Kind::Sender, role_argv(Kind::Sender, &plan, 0)),
     );
     roles.insert(
         "publisher".to_string(),
-        (
-            Kind::Publisher,
-            pipeline::role_argv(Kind::Publisher, &plan, 0),
-        ),
+        (Kind::Publisher, role_argv(Kind::Publisher, &plan, 0)),
     );
     for c in 1..=options.consumers {
         roles.insert(
             format!("consumer-c{c}"),
-            (
-                Kind::Consumer,
-                pipeline::role_argv(Kind::Consumer, &plan, c),
-            ),
+            (Kind::Consumer, role_argv(Kind::Consumer, &plan, c)),
         );
     }
     roles

@@ -12,6 +12,7 @@ mod chaos_amounts;
 mod chaos_logs;
 mod command;
 mod database;
+mod ending;
 mod kept;
 mod manifest;
 mod output;

@@ -6,7 +6,8 @@
 //! - every pinned pragma it traced has the value processes.json records, and each database
 //!   had them all set before its first statement on data;
 //! - a `CRASH` line only where argv armed one, naming that point and mode, after the armed
-//!   hit, as the last line; and then the exit and signal that mode gives;
+//!   hit, as the last line; and then the exit and signal that mode gives; a `NOT-REACHED`
+//!   line names the armed point, reached fewer times than armed, and goes with exit 78;
 //! - stderr is empty when the process ended well, by a crash or by a signal, and one
 //!   `crashlab: …` line when it ended on an error (the only thing a role prints there);
 //! - arguments it echoes (`--mode` in `READY`, `--consumer-id` in its claims) are its own.
@@ -92,15 +93,6 @@ impl Ran<'_> {
     }
 }
 
-/// The exit and signal a crash in `mode` ends with.
-pub fn crash_ending(mode: Mode) -> (i32, Option<i32>) {
-    match mode {
-        Mode::Exit => (fail::EXIT_CRASH, None),
-        Mode::Abort => (128 + libc::SIGABRT, Some(libc::SIGABRT)),
-        Mode::Kill | Mode::Hang => (128 + libc::SIGKILL, Some(libc::SIGKILL)),
-    }
-}
-
 /// Every way the raw output and the recorded ending of one process disagree with each other
 /// and with its argv: (which file, what) pairs, `Stdout`, `Stderr` or `Record`.
 pub fn check(
@@ -124,6 +116,7 @@ pub fn check(
     let mut pinned: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
     let mut data_seen: BTreeSet<&str> = BTreeSet::new();
     let mut crash_lines = 0;
+    let mut not_reached = false;
     for (index, line) in lines.iter().enumerate() {
         if let Some(rest) = line.strip_prefix("POINT ") {
             let (name, hit) = rest.split_once(" #").unwrap_or((rest, ""));
@@ -226,6 +219,35 @@ pub fn check(
                 }
             }
             echo_consumer(ran, statement, index, &mut say);
+        } else if let Some(spec) = line.strip_prefix("NOT-REACHED ") {
+            not_reached = true;
+            let armed_spec = ran.arg("--crash-at").unwrap_or("");
+            let full = |spec: &str| {
+                if spec.contains('@') {
+                    spec.to_string()
+                } else {
+                    format!("{spec}@1")
+                }
+            };
+            let (point, hit) = spec.split_once('@').unwrap_or((spec, "1"));
+            let seen = hits.get(point).copied().unwrap_or(0);
+            if full(spec) != full(armed_spec) {
+                say(
+                    Which::Stdout,
+                    format!(
+                        "line {}: '{line}', but argv armed '{armed_spec}'",
+                        index + 1
+                    ),
+                );
+            } else if hit.parse::<u32>().map_or(true, |h| seen >= h) {
+                say(
+                    Which::Stdout,
+                    format!(
+                        "line {}: '{line}', yet {point} was reached {seen} times",
+                        index + 1
+                    ),
+                );
+            }
         } else if line.starts_with("READY ") {
             if let Some(mode) = ran.arg("--mode") {
                 if !line.split(' ').any(|w| w == format!("mode={mode}")) {
@@ -258,7 +280,17 @@ pub fn check(
             format!("{crash_lines} CRASH lines; a process crashes once"),
         );
     }
-    ending(ran, armed.as_ref(), crash_lines > 0, &mut say);
+    if not_reached != (ran.exit == fail::EXIT_NOT_REACHED) {
+        say(
+            Which::Record,
+            format!(
+                "exit {}, {} NOT-REACHED line in stdout (the two go together)",
+                ran.exit,
+                if not_reached { "with a" } else { "without a" }
+            ),
+        );
+    }
+    super::ending::check(ran, armed.as_ref(), crash_lines > 0, &mut say);
     problems
 }
 
@@ -313,82 +345,5 @@ fn echo_consumer(
                 ),
             );
         }
-    }
-}
-
-/// The recorded ending against the files: exit, signal, the crash, stderr.
-fn ending(
-    ran: &Ran<'_>,
-    armed: Option<&Armed>,
-    crashed: bool,
-    say: &mut impl FnMut(Which, String),
-) {
-    match ran.signal {
-        Some(s) if ran.exit != 128 + s => say(
-            Which::Record,
-            format!(
-                "exit {} with signal {s}: a signal ends with 128 + its number",
-                ran.exit
-            ),
-        ),
-        Some(s) if !(1..=64).contains(&s) => say(Which::Record, format!("signal {s} is no signal")),
-        None if ran.exit == 128 + libc::SIGKILL || ran.exit == 128 + libc::SIGABRT => say(
-            Which::Record,
-            format!("exit {} without the signal that gives it", ran.exit),
-        ),
-        None if !(0..=255).contains(&ran.exit) => say(
-            Which::Record,
-            format!("exit {} is no exit status", ran.exit),
-        ),
-        _ => {}
-    }
-    if ran.timed_out && ran.signal != Some(libc::SIGKILL) {
-        say(
-            Which::Record,
-            "timed_out, yet not ended by the SIGKILL a timeout sends".to_string(),
-        );
-    }
-    if let (Some(armed), true) = (armed, crashed) {
-        let (exit, signal) = crash_ending(armed.mode);
-        if ran.exit != exit || ran.signal != signal {
-            say(
-                Which::Record,
-                format!(
-                    "exit {} signal {:?} after its CRASH line, but --crash-mode {} ends with exit {exit} signal {signal:?}",
-                    ran.exit,
-                    ran.signal,
-                    armed.mode.name()
-                ),
-            );
-        }
-    }
-    if ran.exit == fail::EXIT_CRASH && !crashed {
-        say(
-            Which::Record,
-            format!("exit {} (a crash) with no CRASH line in stdout", ran.exit),
-        );
-    }
-    let clean = ran.exit == fail::EXIT_OK || crashed || ran.signal.is_some();
-    let lines: Vec<&str> = ran.stderr.lines().collect();
-    if clean && !ran.stderr.is_empty() {
-        say(
-            Which::Stderr,
-            format!(
-                "{} bytes, but a process that ended with exit {} prints nothing there",
-                ran.stderr.len(),
-                ran.exit
-            ),
-        );
-    }
-    if !clean
-        && (lines.len() != 1 || !lines[0].starts_with("crashlab: ") || !ran.stderr.ends_with('\n'))
-    {
-        say(
-            Which::Stderr,
-            format!(
-                "exit {} is an error, which prints exactly one 'crashlab: …' line here",
-                ran.exit
-            ),
-        );
     }
 }

@@ -230,10 +230,11 @@ pub fn run(def: &CaseDef, env: &Env<'_>) -> Result<CaseResult> {
         let crashed_line = crash_line
             .as_ref()
             .is_some_and(|l| stdout.lines().any(|s| s == l));
-        let expected_exit = if plan.crash.is_some() && def.expect_reached {
-            env.mode.expected_exit()
-        } else {
-            fail::EXIT_OK
+        let expected_exit = match (&plan.crash, def.expect_reached) {
+            (Some(_), true) => env.mode.expected_exit(),
+            // Armed where the probe never saw the point: the phase says NOT-REACHED.
+            (Some(_), false) => fail::EXIT_NOT_REACHED,
+            (None, _) => fail::EXIT_OK,
         };
         let mut full = vec!["crashlab".to_string()];
         full.extend(argv);
@@ -472,6 +473,12 @@ pub fn settle<C>(
     (status, invariants)
 }
 
+/// Whether a process armed with a crash point ended as one that never reached it: exit 78
+/// and its `NOT-REACHED <point>@<n>` line.
+pub fn said_not_reached(exit: i32, stdout: &str) -> bool {
+    exit == fail::EXIT_NOT_REACHED && stdout.lines().any(|l| l.starts_with("NOT-REACHED "))
+}
+
 /// How one process of a case ended, beside the exit it had to end with.
 pub struct Ending<'a> {
     pub name: &'a str,
@@ -510,10 +517,14 @@ pub fn endings_wrong<'a>(
                 "{}: a CRASH line in a process with no crash",
                 e.name
             ))
-        } else if e.armed && !crashed && e.ended.exit != fail::EXIT_OK {
+        } else if e.armed && !crashed && !said_not_reached(e.ended.exit, e.stdout) {
+            // Armed and not reached: the phase ran to its end and said so (`NOT-REACHED`,
+            // exit 78); anything else is no evidence of either.
             Some(format!(
-                "{}: exit {} without its CRASH line",
-                e.name, e.ended.exit
+                "{}: exit {} without its CRASH line or a NOT-REACHED line with exit {}",
+                e.name,
+                e.ended.exit,
+                fail::EXIT_NOT_REACHED
             ))
         } else {
             None
@@ -524,4 +535,26 @@ pub fn endings_wrong<'a>(
         }
     }
     error
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_armed_process_that_never_crashed_must_say_not_reached() {
+        assert!(said_not_reached(78, "POINT x #1\nNOT-REACHED x@2\n"));
+        assert!(
+            !said_not_reached(0, "POINT x #1\n"),
+            "the old silent exit 0"
+        );
+        assert!(
+            !said_not_reached(78, "POINT x #1\n"),
+            "the code without the line"
+        );
+        assert!(
+            !said_not_reached(1, "NOT-REACHED x@2\n"),
+            "the line with another code"
+        );
+    }
 }

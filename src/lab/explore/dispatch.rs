@@ -708,6 +708,9 @@ pub fn run(def: &Case, env: &Env<'_>) -> Result<CaseResult> {
     for (i, r) in rec.ran.iter().enumerate() {
         let expected = if r.armed && def.expect_reached {
             env.mode.expected_exit()
+        } else if r.armed {
+            // Armed where the probe never saw the point: the phase says NOT-REACHED.
+            fail::EXIT_NOT_REACHED
         } else if i < scenario_steps && receiver_crashed && r.name.ends_with("-dispatcher") {
             fail::EXIT_UNAVAILABLE
         } else {

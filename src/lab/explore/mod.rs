@@ -379,6 +379,7 @@ pub fn command(args: &Args, recorded: Vec<String>) -> Result<i32> {
         ))
     });
     let (root, work_fs) = work_root(args.work_dir.as_deref())?;
+    crate::interrupt::catch().context("catching SIGINT and SIGTERM")?;
     let partial = driver::claim_out(&out)?;
     let mut command = vec!["crashlab".to_string()];
     command.extend(recorded);
@@ -390,7 +391,13 @@ pub fn command(args: &Args, recorded: Vec<String>) -> Result<i32> {
         work_fs,
         command,
     };
-    let report = match explore(lab, plan, args, &run, &partial) {
+    let result = explore(lab, plan, args, &run, &partial);
+    // SIGINT or SIGTERM: every case's children were killed and its work directory removed
+    // as the run unwound; what it wrote goes too (exit 130).
+    if let Some(signal) = crate::interrupt::caught() {
+        return Err(crate::interrupt::finish(signal, Some(&partial)));
+    }
+    let report = match result {
         Ok(report) => report,
         Err(e) => {
             return Err(e.context(format!(
@@ -401,9 +408,9 @@ pub fn command(args: &Args, recorded: Vec<String>) -> Result<i32> {
     };
     crate::lab::evidence::publish(&partial, &out)?;
     if args.json {
-        println!("{}", export::json::render(&report)?);
+        crate::say!("{}", export::json::render(&report)?);
     } else {
-        print!("{}", export::table::render(lab, &report, &out));
+        crate::out::print(&export::table::render(lab, &report, &out));
     }
     Ok(if report.ok {
         fail::EXIT_OK
@@ -429,7 +436,8 @@ fn run_all(
                 // Each index is taken once; the loop ends when the list is used up.
                 for _ in 0..defs.len() {
                     let i = next.fetch_add(1, Ordering::Relaxed);
-                    if i >= defs.len() {
+                    // Interrupted: no new case; the ones running unwind on their own.
+                    if i >= defs.len() || crate::interrupt::caught().is_some() {
                         break;
                     }
                     let result = (plan.run)(&defs[i], env);
@@ -439,6 +447,7 @@ fn run_all(
             });
         }
     });
+    crate::interrupt::check()?;
     let results = results.into_inner().unwrap_or_else(|p| p.into_inner());
     assert_eq!(results.len(), defs.len(), "one result slot per case");
     results

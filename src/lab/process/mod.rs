@@ -1,13 +1,50 @@
 //! Run one child process with a bound: stdout and stderr straight into evidence files, wall
-//! time, peak memory, and a SIGKILL when it runs past its timeout.
+//! time, peak memory, and a SIGKILL when it runs past its timeout or the run is interrupted
+//! (SIGINT, SIGTERM: every wait here wakes on `interrupt`'s self-pipe).
+
+mod wait;
 
 use std::fs::File;
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::sync::mpsc;
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
+
+use crate::interrupt;
+pub use wait::wait_bounded;
+
+/// Every child spawned here and not reaped yet: what `kill_all` ends when a run is
+/// interrupted along a path that forgot one.
+static CHILDREN: Mutex<Vec<libc::pid_t>> = Mutex::new(Vec::new());
+
+fn children() -> std::sync::MutexGuard<'static, Vec<libc::pid_t>> {
+    CHILDREN.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// A child was reaped (its pid may be reused from now on): forget it.
+pub fn forget(pid: libc::pid_t) {
+    children().retain(|p| *p != pid);
+}
+
+/// A child was spawned by another module (the load pipeline): remember it.
+pub fn remember(pid: libc::pid_t) {
+    children().push(pid);
+}
+
+/// SIGKILL and reap every child not reaped yet. Called once a run has unwound, on the main
+/// thread, when no other thread reaps any more.
+pub fn kill_all() {
+    let pids: Vec<libc::pid_t> = children().drain(..).collect();
+    for pid in pids {
+        // SAFETY: kill and waitpid on our own unreaped child have no memory effects.
+        unsafe {
+            libc::kill(pid, libc::SIGKILL);
+            libc::waitpid(pid, std::ptr::null_mut(), 0);
+        }
+    }
+}
 
 /// How a child ended.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -22,33 +59,6 @@ pub struct Ended {
     pub timed_out: bool,
 }
 
-/// Wait for `pid` and collect its status and rusage.
-fn wait4(pid: libc::pid_t) -> std::io::Result<(i32, Option<i32>, i64)> {
-    let mut status: libc::c_int = 0;
-    // SAFETY: a zeroed rusage is a valid value for wait4 to fill.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    loop {
-        // SAFETY: wait4 writes only into the two out-parameters we own.
-        let r = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
-        if r == pid {
-            break;
-        }
-        let err = std::io::Error::last_os_error();
-        if err.kind() != std::io::ErrorKind::Interrupted {
-            return Err(err);
-        }
-    }
-    let (exit, signal) = if libc::WIFEXITED(status) {
-        (libc::WEXITSTATUS(status), None)
-    } else if libc::WIFSIGNALED(status) {
-        let sig = libc::WTERMSIG(status);
-        (128 + sig, Some(sig))
-    } else {
-        (-1, None)
-    };
-    Ok((exit, signal, usage.ru_maxrss))
-}
-
 /// Spawn `exe args…` in `cwd`, stdout and stderr into the given files, and wait at most
 /// `timeout`; a child still running then is killed with SIGKILL and reported as timed out.
 pub fn run(
@@ -61,116 +71,6 @@ pub fn run(
 ) -> Result<Ended> {
     let started = spawn(exe, args, cwd, stdout, stderr)?;
     wait_bounded(started.pid, started.started, timeout)
-}
-
-/// Block until `pid` has exited, without reaping it: the zombie keeps the pid ours, so a
-/// SIGKILL sent after a timeout can never reach a recycled pid.
-fn wait_exited(pid: libc::pid_t) -> std::io::Result<()> {
-    loop {
-        // SAFETY: a zeroed siginfo_t is a valid value for waitid to fill.
-        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
-        // SAFETY: waitid writes only into `info`, which we own.
-        let r = unsafe {
-            libc::waitid(
-                libc::P_PID,
-                pid as libc::id_t,
-                &mut info,
-                libc::WEXITED | libc::WNOWAIT,
-            )
-        };
-        if r == 0 {
-            return Ok(());
-        }
-        let err = std::io::Error::last_os_error();
-        if err.kind() != std::io::ErrorKind::Interrupted {
-            return Err(err);
-        }
-    }
-}
-
-/// Wait for an already spawned child with a bound, killing it when the bound passes.
-pub fn wait_bounded(pid: libc::pid_t, started: Instant, timeout: Duration) -> Result<Ended> {
-    let (elapsed, timed_out) = match exited_within(pid, timeout) {
-        Some(true) => (started.elapsed(), false),
-        Some(false) => {
-            // Still running past its bound, and not reaped (only wait4 below reaps), so the
-            // pid is still this child's.
-            // SAFETY: kill has no memory effects.
-            unsafe { libc::kill(pid, libc::SIGKILL) };
-            (started.elapsed(), true)
-        }
-        None => wait_with_thread(pid, started, timeout)?,
-    };
-    let (exit, signal, max_rss_kb) = wait4(pid).context("reaping a child")?;
-    Ok(Ended {
-        exit,
-        signal,
-        wall_ms: elapsed.as_secs_f64() * 1000.0,
-        max_rss_kb,
-        timed_out,
-    })
-}
-
-/// Whether `pid` exits within `timeout`, by polling its pidfd (no thread, no reaping);
-/// `None` when the kernel has no pidfd_open.
-fn exited_within(pid: libc::pid_t, timeout: Duration) -> Option<bool> {
-    // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor or -1.
-    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) } as libc::c_int;
-    if fd < 0 {
-        return None;
-    }
-    let deadline = Instant::now() + timeout;
-    let exited = loop {
-        let left_ms = deadline
-            .saturating_duration_since(Instant::now())
-            .as_millis();
-        let mut poll = libc::pollfd {
-            fd,
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        // SAFETY: poll reads and writes only the one pollfd we own.
-        let r = unsafe { libc::poll(&mut poll, 1, left_ms.min(i32::MAX as u128) as libc::c_int) };
-        if r > 0 {
-            break true;
-        }
-        if r == 0 {
-            break false;
-        }
-        if std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
-            break false;
-        }
-    };
-    // SAFETY: fd is ours and closed once.
-    unsafe { libc::close(fd) };
-    Some(exited)
-}
-
-/// The same wait on a kernel without pidfds: a thread blocks in waitid (without reaping).
-fn wait_with_thread(
-    pid: libc::pid_t,
-    started: Instant,
-    timeout: Duration,
-) -> Result<(Duration, bool)> {
-    let (tx, rx) = mpsc::channel();
-    let waiter = std::thread::spawn(move || {
-        let result = wait_exited(pid);
-        let _ = tx.send((result, started.elapsed()));
-    });
-    let (exited, elapsed, timed_out) = match rx.recv_timeout(timeout) {
-        Ok((result, elapsed)) => (result, elapsed, false),
-        Err(_) => {
-            // SAFETY: kill has no memory effects; the pid is unreaped, so still this child's.
-            unsafe { libc::kill(pid, libc::SIGKILL) };
-            let (result, elapsed) = rx
-                .recv_timeout(Duration::from_secs(10))
-                .context("a child killed with SIGKILL did not exit within 10 s")?;
-            (result, elapsed, true)
-        }
-    };
-    let _ = waiter.join();
-    exited.context("waiting for a child")?;
-    Ok((elapsed, timed_out))
 }
 
 /// The environment variable through which a child learns which process it must die with.
@@ -218,6 +118,8 @@ pub fn spawn(
     stdout: &Path,
     stderr: &Path,
 ) -> Result<Started> {
+    // No new child once the run is interrupted.
+    interrupt::check()?;
     let out = File::create(stdout).with_context(|| format!("creating {}", stdout.display()))?;
     let err = File::create(stderr).with_context(|| format!("creating {}", stderr.display()))?;
     let started = Instant::now();
@@ -233,6 +135,7 @@ pub fn spawn(
         .spawn()
         .with_context(|| format!("starting {}", args.first().map_or("", |a| a.as_str())))?;
     let pid = child.id() as libc::pid_t;
+    remember(pid);
     // Reaped later with wait4; dropping the handle neither waits nor kills.
     drop(child);
     Ok(Started { pid, started })
@@ -251,6 +154,7 @@ pub fn poll_exit(started: &Started) -> Result<Option<Ended>> {
     if r != started.pid {
         return Err(std::io::Error::last_os_error()).context("polling a background child");
     }
+    forget(started.pid);
     let (exit, signal) = if libc::WIFEXITED(status) {
         (libc::WEXITSTATUS(status), None)
     } else if libc::WIFSIGNALED(status) {
@@ -279,6 +183,8 @@ pub fn await_ready(
     const POLL_MS: u64 = 10;
     let rounds = timeout.as_millis() as u64 / POLL_MS + 1;
     for _ in 0..rounds {
+        // Interrupted: the caller's reaper kills the child on the way out.
+        interrupt::check()?;
         let text = std::fs::read_to_string(stdout).unwrap_or_default();
         if text.lines().any(|l| l.starts_with(ready)) {
             return Ok(Ok(()));
@@ -307,11 +213,17 @@ pub struct Reaper(pub Vec<libc::pid_t>);
 impl Drop for Reaper {
     fn drop(&mut self) {
         for pid in self.0.drain(..) {
+            // A wait that was interrupted (SIGINT) has already killed and reaped its child
+            // before its error unwound to here: that pid may belong to another process now.
+            if !children().contains(&pid) {
+                continue;
+            }
             // SAFETY: kill and waitpid on our own unreaped child have no memory effects.
             unsafe {
                 libc::kill(pid, libc::SIGKILL);
                 libc::waitpid(pid, std::ptr::null_mut(), 0);
             }
+            forget(pid);
         }
     }
 }

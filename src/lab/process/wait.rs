@@ -1,0 +1,197 @@
+//! Waiting for a child with a bound: its pidfd polled beside the interrupt self-pipe (a
+//! thread in waitid on a kernel without pidfds), then one wait4 that reaps it and reads its
+//! rusage. A child is never reaped before it is known to have exited, so a SIGKILL sent after
+//! a timeout or an interruption can never reach a recycled pid.
+
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+
+use super::{forget, Ended};
+use crate::interrupt;
+
+/// Wait for `pid` and collect its status and rusage.
+fn wait4(pid: libc::pid_t) -> std::io::Result<(i32, Option<i32>, i64)> {
+    let mut status: libc::c_int = 0;
+    // SAFETY: a zeroed rusage is a valid value for wait4 to fill.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    loop {
+        // SAFETY: wait4 writes only into the two out-parameters we own.
+        let r = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+        if r == pid {
+            forget(pid);
+            break;
+        }
+        let err = std::io::Error::last_os_error();
+        if err.kind() != std::io::ErrorKind::Interrupted {
+            return Err(err);
+        }
+    }
+    let (exit, signal) = if libc::WIFEXITED(status) {
+        (libc::WEXITSTATUS(status), None)
+    } else if libc::WIFSIGNALED(status) {
+        let sig = libc::WTERMSIG(status);
+        (128 + sig, Some(sig))
+    } else {
+        (-1, None)
+    };
+    Ok((exit, signal, usage.ru_maxrss))
+}
+
+/// Block until `pid` has exited, without reaping it: the zombie keeps the pid ours, so a
+/// SIGKILL sent after a timeout can never reach a recycled pid.
+fn wait_exited(pid: libc::pid_t) -> std::io::Result<()> {
+    loop {
+        // SAFETY: a zeroed siginfo_t is a valid value for waitid to fill.
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        // SAFETY: waitid writes only into `info`, which we own.
+        let r = unsafe {
+            libc::waitid(
+                libc::P_PID,
+                pid as libc::id_t,
+                &mut info,
+                libc::WEXITED | libc::WNOWAIT,
+            )
+        };
+        if r == 0 {
+            return Ok(());
+        }
+        let err = std::io::Error::last_os_error();
+        if err.kind() != std::io::ErrorKind::Interrupted {
+            return Err(err);
+        }
+    }
+}
+
+/// How a bounded wait ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Waited {
+    Exited,
+    TimedOut,
+    /// SIGINT or SIGTERM reached the run first.
+    Interrupted(libc::c_int),
+}
+
+/// Wait for an already spawned child with a bound, killing it when the bound passes. When
+/// the run is interrupted the child is killed and reaped, and the error is `Interrupted`.
+pub fn wait_bounded(pid: libc::pid_t, started: Instant, timeout: Duration) -> Result<Ended> {
+    let waited = match exited_within(pid, timeout) {
+        Some(waited) => waited,
+        None => wait_with_thread(pid, timeout)?,
+    };
+    let elapsed = started.elapsed();
+    if waited != Waited::Exited {
+        // Still running, and not reaped (only wait4 below reaps), so the pid is still this
+        // child's.
+        // SAFETY: kill has no memory effects.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+    }
+    let (exit, signal, max_rss_kb) = wait4(pid).context("reaping a child")?;
+    if let Waited::Interrupted(signal) = waited {
+        return Err(anyhow::Error::new(interrupt::Interrupted(signal)));
+    }
+    let timed_out = waited == Waited::TimedOut;
+    Ok(Ended {
+        exit,
+        signal,
+        wall_ms: elapsed.as_secs_f64() * 1000.0,
+        max_rss_kb,
+        timed_out,
+    })
+}
+
+/// The longest a wait sleeps before it looks at the interrupt flag again, should the
+/// self-pipe be missing (no handler installed): the bound on noticing a signal late.
+const WAKE_SLICE: Duration = Duration::from_millis(100);
+
+/// Whether `pid` exits within `timeout`, by polling its pidfd and the interrupt self-pipe (no
+/// thread, no reaping); `None` when the kernel has no pidfd_open.
+fn exited_within(pid: libc::pid_t, timeout: Duration) -> Option<Waited> {
+    // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor or -1.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) } as libc::c_int;
+    if fd < 0 {
+        return None;
+    }
+    let deadline = Instant::now() + timeout;
+    let wake = interrupt::wake_fd().unwrap_or(-1);
+    let waited = loop {
+        if let Some(signal) = interrupt::caught() {
+            break Waited::Interrupted(signal);
+        }
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            break Waited::TimedOut;
+        }
+        // A negative fd is ignored by poll: without a handler only the pidfd counts.
+        let mut polls = [
+            libc::pollfd {
+                fd,
+                events: libc::POLLIN,
+                revents: 0,
+            },
+            libc::pollfd {
+                fd: wake,
+                events: libc::POLLIN,
+                revents: 0,
+            },
+        ];
+        let slice_ms = left.min(WAKE_SLICE).as_millis().max(1) as libc::c_int;
+        // SAFETY: poll reads and writes only the two pollfds we own.
+        let r = unsafe { libc::poll(polls.as_mut_ptr(), 2, slice_ms) };
+        if r > 0 && polls[0].revents != 0 {
+            break Waited::Exited;
+        }
+        if r < 0 && std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
+            // poll itself failed: count it as the bound passing, never as an exit.
+            break Waited::TimedOut;
+        }
+        // r == 0 (a slice passed), EINTR (a signal: the flag says which), or the self-pipe:
+        // look at the flag and the deadline again.
+    };
+    // SAFETY: fd is ours and closed once.
+    unsafe { libc::close(fd) };
+    Some(waited)
+}
+
+/// The same wait on a kernel without pidfds: a thread blocks in waitid (without reaping),
+/// the caller looks at the interrupt flag between slices.
+fn wait_with_thread(pid: libc::pid_t, timeout: Duration) -> Result<Waited> {
+    let (tx, rx) = mpsc::channel();
+    let waiter = std::thread::spawn(move || {
+        let _ = tx.send(wait_exited(pid));
+    });
+    let deadline = Instant::now() + timeout;
+    let slices_max = timeout.as_millis() / WAKE_SLICE.as_millis() + 2;
+    let mut waited = Waited::TimedOut;
+    for _ in 0..slices_max {
+        if let Some(signal) = interrupt::caught() {
+            waited = Waited::Interrupted(signal);
+            break;
+        }
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            break;
+        }
+        match rx.recv_timeout(left.min(WAKE_SLICE)) {
+            Ok(result) => {
+                result.context("waiting for a child")?;
+                let _ = waiter.join();
+                return Ok(Waited::Exited);
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                anyhow::bail!("the thread waiting for child {pid} ended without a word")
+            }
+        }
+    }
+    // Timed out or interrupted: kill it (unreaped, so the pid is still this child's) and let
+    // the waiting thread see it exit.
+    // SAFETY: kill has no memory effects.
+    unsafe { libc::kill(pid, libc::SIGKILL) };
+    rx.recv_timeout(Duration::from_secs(10))
+        .context("a child killed with SIGKILL did not exit within 10 s")?
+        .context("waiting for a child")?;
+    let _ = waiter.join();
+    Ok(waited)
+}
