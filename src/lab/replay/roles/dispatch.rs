@@ -4,7 +4,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::{as_int, as_text, col, committed_rows, field, other_lines, statements};
-use crate::lab::replay::commits::clean_exit;
+use crate::lab::replay::commits::{certain_read, clean_exit};
 use crate::lab::replay::trace;
 use crate::lab::replay::walk::Proc;
 use crate::lab::replay::Problems;
@@ -83,12 +83,17 @@ pub(super) fn receiver(p: &Proc<'_>, say: &mut dyn FnMut(usize, String)) {
         } else if let (Some(k), Some(n)) =
             (url.strip_prefix("/effect/"), note.strip_suffix(" effects"))
         {
-            let counted = statements(p, "SELECT count(*) FROM effects WHERE key =")
+            let lookup = statements(p, "SELECT count(*) FROM effects WHERE key =")
                 .filter(|(l, sql, _)| {
                     *l < j && trace::literals(sql).first().map(String::as_str) == Some(k)
                 })
-                .last()
-                .and_then(|(_, _, o)| as_int(o.rows.first().and_then(|r| r.first())));
+                .last();
+            // A count read while another worker's commit was in flight is not decided.
+            if lookup.is_some_and(|(l, _, _)| !certain_read(p, l)) {
+                continue;
+            }
+            let counted =
+                lookup.and_then(|(_, _, o)| as_int(o.rows.first().and_then(|r| r.first())));
             if counted.map(|c| c.to_string()).as_deref() != Some(n) {
                 say(
                     j,
