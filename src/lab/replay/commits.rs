@@ -105,6 +105,33 @@ fn names_what_it_did(
     }
 }
 
+/// What a read of a threaded process returned is certain only when it ran outside any
+/// transaction (no other thread's open transaction took it in, in the replay) and every
+/// commit of the process before it was already reported (a COMMIT line is traced when the
+/// commit starts; another thread may read before it completes, and the report comes after).
+pub fn certain_read(p: &Proc<'_>, line: usize) -> bool {
+    let buffered = p
+        .session
+        .units
+        .iter()
+        .any(|u| u.begin.is_some() && u.statements.contains(&line));
+    if buffered {
+        return false;
+    }
+    let mut units: Vec<&Unit> = p
+        .session
+        .units
+        .iter()
+        .filter(|u| reportable(u) && u.end_line < line)
+        .collect();
+    units.sort_by_key(|u| u.end_line);
+    let reports = p.lines[..line]
+        .iter()
+        .filter(|l| matches!(l, Line::Committed { .. }))
+        .count();
+    units.len() <= reports
+}
+
 /// A committed transaction of content, which its role reports with a `COMMITTED` line.
 fn reportable(unit: &Unit) -> bool {
     unit.end == End::Committed && unit.begin.is_some() && unit.writes && !unit.schema
@@ -233,8 +260,14 @@ fn failures(scenario: &str, p: &Proc<'_>, problems: &mut Problems) {
         if file.as_ref().is_some_and(|f| p.unjudged.contains(f)) {
             continue;
         }
-        let next = (line + 1..p.lines.len())
-            .find(|k| matches!(p.lines[*k], Line::Sql { .. }) && p.line_files[*k] == *file);
+        // In a threaded role other workers' reads and waiting BEGINs may come between a
+        // failed statement and its worker's ROLLBACK (it holds the write lock meanwhile).
+        let threaded = THREADED.contains(&p.step.phase);
+        let next = (line + 1..p.lines.len()).find(|k| {
+            matches!(p.lines[*k], Line::Sql { .. })
+                && p.line_files[*k] == *file
+                && !(threaded && matches!(trace::classify(sql_at(p, *k)), Kind::Read | Kind::Begin))
+        });
         let sql = sql_at(p, *line);
         match next {
             Some(k) if trace::classify(sql_at(p, k)) == Kind::Rollback => {}
@@ -253,6 +286,10 @@ fn failures(scenario: &str, p: &Proc<'_>, problems: &mut Problems) {
             )),
             None => {}
         }
+    }
+    // In a threaded role the last statement before a ROLLBACK may be another worker's.
+    if THREADED.contains(&p.step.phase) {
+        return;
     }
     for unit in p.session.units.iter().filter(|u| u.end == End::RolledBack) {
         let Some(last) = unit.statements.last() else {

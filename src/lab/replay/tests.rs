@@ -227,3 +227,64 @@ fn a_statement_that_fails_in_the_replay_must_have_failed_in_the_run() {
         "{text}"
     );
 }
+
+/// A real receiver's stdout: four workers served concurrent requests (three keys, a retry
+/// of each, a conflicting body, look-ups), so BEGINs of workers waiting for the write lock
+/// come inside another worker's transaction, and a look-up runs while a commit is in flight.
+const INTERLEAVED: &str = include_str!("fixtures/receiver-interleaved.stdout.txt");
+/// The logical digest of that receiver's file once it had stopped, read from the file.
+const INTERLEAVED_DIGEST: &str = "a3a624623644e99323acd468c2d5a6c96ab47423a19557da39b6b5b82ea7fd57";
+
+fn interleaved(dir: &Path, trace: &str) -> Vec<(String, String)> {
+    let step = Step::new(
+        "receiver",
+        "receiver",
+        &["--db", "receiver.db"],
+        0,
+        Expect::Exit,
+    )
+    .in_background(Background {
+        ready: "READY ",
+        stop_after: None,
+        stop: Stop::Term,
+    });
+    let scenario = Scenario {
+        name: "s".to_string(),
+        dir: None,
+        steps: vec![step],
+    };
+    fs::write(dir.join("receiver.stdout.txt"), trace).unwrap();
+    let rows = json!([{
+        "scenario": "s", "after_step": "<end>", "file": "receiver.db", "exists": true,
+        "bytes": 4096, "sha256": null, "logical_sha256": INTERLEAVED_DIGEST,
+    }]);
+    fs::write(dir.join("database-files.json"), rows.to_string()).unwrap();
+    let processes = vec![process(&scenario.steps[0], None)];
+    super::check(dir, &LAB, &[scenario], &processes)
+}
+
+#[test]
+fn a_real_interleaved_receiver_trace_replays_to_its_file_and_its_claims() {
+    let waiting = INTERLEAVED
+        .lines()
+        .collect::<Vec<_>>()
+        .windows(2)
+        .filter(|w| w.iter().all(|l| l.starts_with("SQL receiver BEGIN")))
+        .count();
+    assert!(waiting >= 1, "the fixture interleaves transactions");
+    let dir = tempfile::tempdir().unwrap();
+    let problems = interleaved(dir.path(), INTERLEAVED);
+    assert!(problems.is_empty(), "{problems:?}");
+    let tampered = INTERLEAVED.replacen(
+        "REQUEST POST /effect key=K3 -> 200 applied effect 2",
+        "REQUEST POST /effect key=K2 -> 200 applied effect 2",
+        1,
+    );
+    assert_ne!(tampered, INTERLEAVED);
+    let problems = interleaved(dir.path(), &tampered);
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    assert!(
+        problems[0].1.contains("effect 2 in the replay has key K3"),
+        "{problems:?}"
+    );
+}
