@@ -1,11 +1,15 @@
-//! `crashlab audit DIR`: re-check a run's evidence offline.
+//! `crashlab audit DIR`: re-check a run's evidence offline, trusting nothing it can re-derive.
 //!
-//! It reads only DIR (and, for the source comparison, the checkout) and reports every problem,
-//! not just the first: (1) manifest digests, and nothing unlisted; (2) every process exited as
-//! expected and showed its crash or conflict line; (3) the claims: each readback is re-read
-//! from raw stdout and checked against the lab's own stage definitions (the same data the
-//! driver used); (4) database-files.json covers every step and readbacks changed no logical
-//! digest; (5) sources compared with the checkout.
+//! It reads only DIR (through one snapshot of its plain files that never follows a symlink,
+//! tree.rs) and, for the source comparison, the checkout, and reports every problem, not just
+//! the first: (1) manifest digests, nothing unlisted, nothing the run does not write; (2) the
+//! recorded command, parsed as the binary parses it, rebuilds every process record (run.rs,
+//! chaos.rs); (3) each output is bound to its own process (output.rs, ending.rs,
+//! statements.rs); (4) the driver's checker judges the raw output again and results.json must
+//! be that judgement field by field (results.rs); (5) the replay of the SQL history
+//! (replayed.rs); (6) database-files.json in the driver's order and consistent, kept databases
+//! by their rows (database.rs, kept.rs); (7) sources against the checkout. Fields no file can
+//! prove are listed as attested.
 
 mod chaos;
 mod chaos_amounts;
@@ -16,6 +20,8 @@ mod ending;
 mod kept;
 mod manifest;
 mod output;
+#[cfg(test)]
+mod output_tests;
 mod replayed;
 mod report;
 mod results;
