@@ -28,20 +28,20 @@ pub fn run(dir: &Path, json: bool, strict_sources: bool) -> Result<i32> {
     }
     let report = audit(dir, strict_sources);
     if json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        crate::say!("{}", serde_json::to_string_pretty(&report)?);
     } else {
         for p in &report.problems {
-            println!("{}: {}", p.file, p.problem);
+            crate::say!("{}: {}", p.file, p.problem);
         }
         if !report.attested.is_empty() {
-            println!("attested, not proven: {}", report.attested.join("; "));
+            crate::say!("attested, not proven: {}", report.attested.join("; "));
         }
         match report.sources.as_str() {
-            "differ" => println!("sources: differ: {}", report.sources_changed.join(", ")),
-            other => println!("sources: {other}"),
+            "differ" => crate::say!("sources: differ: {}", report.sources_changed.join(", ")),
+            other => crate::say!("sources: {other}"),
         }
         if report.ok && !report.summary.is_empty() {
-            println!("PASS: {}", report.summary);
+            crate::say!("PASS: {}", report.summary);
         } else if report.ok {
             let lab = report
                 .lab
@@ -55,7 +55,7 @@ pub fn run(dir: &Path, json: bool, strict_sources: bool) -> Result<i32> {
                     report.study.join(", ")
                 )
             };
-            println!(
+            crate::say!(
                 "PASS: lab {lab}, {} processes, {} crashes, {} conflict{}, claims, hashes{study}",
                 report.processes,
                 report.crashes,
@@ -64,7 +64,7 @@ pub fn run(dir: &Path, json: bool, strict_sources: bool) -> Result<i32> {
             );
         } else {
             let n = report.problems.len();
-            println!("FAIL: {n} problem{}", if n == 1 { "" } else { "s" });
+            crate::say!("FAIL: {n} problem{}", if n == 1 { "" } else { "s" });
         }
     }
     Ok(if report.ok {
