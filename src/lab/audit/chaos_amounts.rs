@@ -1,5 +1,7 @@
 //! The amounts in a chaos run's logs: every contract's amount, wherever a statement carries
-//! it, is the one the run's seed gives that contract (rng::amounts, as the sender drew them).
+//! it, is the one the run's seed gives that contract (rng::amounts, as the sender drew them),
+//! and a row that names a message and its contract names the pair the sender made
+//! (`M000042` with `C000042`).
 
 /// Every contract's amount in a log (`'C000042', 33` in SQL, `"amount":33,"contract":"C000042"`
 /// in a payload) must be the seed's, and every contract id within the run's count.
@@ -24,8 +26,52 @@ pub(super) fn seeded_amounts(stdout: &str, amounts: &[i64]) -> Vec<String> {
                 _ => {}
             }
         }
+        for (message, contract) in message_pairs(line) {
+            if message != contract {
+                problems.push(format!(
+                    "line {}: message M{message:06} with contract C{contract:06}; the sender pairs each message with its own contract",
+                    index + 1
+                ));
+            }
+        }
     }
     problems
+}
+
+/// The six digits after `prefix` at the start of `text`.
+fn id_after(text: &str, prefix: &str) -> Option<u64> {
+    let rest = text.strip_prefix(prefix)?;
+    let digits: String = rest.chars().take_while(|c| c.is_ascii_digit()).collect();
+    (digits.len() == 6).then(|| digits.parse().ok()).flatten()
+}
+
+/// (message, contract) of each row a statement writes that names both: a VALUES tuple that
+/// starts with `'M…'` and names a `'C…'`, and a payload's `"contract":"C…","message":"M…"`.
+fn message_pairs(line: &str) -> Vec<(u64, u64)> {
+    let mut out = Vec::new();
+    let mut rest = line;
+    // Bounded by the line: each round moves past the marker it found.
+    while let Some(at) = rest.find("('M") {
+        rest = &rest[at + 1..];
+        let tuple = rest.split(')').next().unwrap_or("");
+        let message = id_after(tuple, "'M");
+        let contract = tuple.find("'C").and_then(|c| id_after(&tuple[c..], "'C"));
+        if let (Some(m), Some(c)) = (message, contract) {
+            out.push((m, c));
+        }
+    }
+    let mut rest = line;
+    while let Some(at) = rest.find("\"contract\":\"") {
+        rest = &rest[at + "\"contract\":".len()..];
+        let contract = id_after(rest, "\"C");
+        let message = rest
+            .find("\"message\":")
+            .and_then(|m| id_after(&rest[m + "\"message\":".len()..], "\"M"));
+        if let (Some(m), Some(c)) = (message, contract) {
+            out.push((m, c));
+        }
+    }
+    out
 }
 
 /// `'C000042', 33`: a contract id followed by its amount in a VALUES list.
@@ -77,7 +123,7 @@ fn payload_pairs(line: &str) -> Vec<(u64, i64)> {
 
 #[cfg(test)]
 mod tests {
-    use super::{payload_pairs, seeded_amounts, sql_pairs};
+    use super::{message_pairs, payload_pairs, seeded_amounts, sql_pairs};
 
     #[test]
     fn amounts_are_found_in_sql_and_payloads() {
@@ -95,6 +141,16 @@ mod tests {
         assert_eq!(
             seeded_amounts("SQL sender X ('C000003', 20)\n", &amounts).len(),
             1
+        );
+        let outbox = "SQL sender INSERT INTO outbox(message_id, contract_id, amount, status) VALUES ('M000002', 'C000002', 19, 'pending')";
+        assert_eq!(message_pairs(outbox), [(2, 2)]);
+        let swapped = outbox.replace("'M000002'", "'M000001'");
+        assert_eq!(seeded_amounts(&swapped, &amounts).len(), 1);
+        let payload = r#"SQL queue INSERT INTO deliveries(message_id, payload, status, enqueued_ms) VALUES ('M000002', '{"amount":19,"contract":"C000002","message":"M000002"}', 'pending', 1)"#;
+        assert_eq!(message_pairs(payload), [(2, 2)]);
+        assert_eq!(
+            message_pairs(&payload.replace("\"M000002\"", "\"M000003\"")),
+            [(3, 2)]
         );
     }
 }
