@@ -26,6 +26,9 @@ pub(super) fn seeded_amounts(stdout: &str, amounts: &[i64]) -> Vec<String> {
                 _ => {}
             }
         }
+        if let Some(problem) = payload_problem(line) {
+            problems.push(format!("line {}: {problem}", index + 1));
+        }
         for (message, contract) in message_pairs(line) {
             if message != contract {
                 problems.push(format!(
@@ -36,6 +39,32 @@ pub(super) fn seeded_amounts(stdout: &str, amounts: &[i64]) -> Vec<String> {
         }
     }
     problems
+}
+
+/// A queue row's payload is the publisher's JSON for its own message: exactly `amount`,
+/// `contract` and `message`, the message being the row's.
+fn payload_problem(line: &str) -> Option<String> {
+    let values = line
+        .strip_prefix("SQL queue INSERT INTO deliveries(message_id, payload, ")?
+        .split_once("VALUES ('")?
+        .1;
+    let (message, rest) = values.split_once("', '")?;
+    let payload = rest.split("}', ").next()?.to_string() + "}";
+    let parsed: serde_json::Value = match serde_json::from_str(&payload) {
+        Ok(v) => v,
+        Err(_) => return Some(format!("the payload of {message} is not JSON")),
+    };
+    let keys: Vec<&String> = parsed
+        .as_object()
+        .map(|o| o.keys().collect())
+        .unwrap_or_default();
+    let well_formed = keys.len() == 3
+        && parsed["amount"].is_i64()
+        && parsed["contract"].is_string()
+        && parsed["message"].as_str() == Some(message);
+    (!well_formed).then(|| {
+        format!("the payload of {message} is not {{amount, contract, message}} for that message")
+    })
 }
 
 /// The six digits after `prefix` at the start of `text`.
