@@ -16,6 +16,7 @@ use rusqlite::{params, OptionalExtension};
 
 use crate::crash;
 use crate::dispatch::client::{self, NoReply, Reply};
+use crate::dispatch::model::shown_key;
 use crate::dispatch::schema::{HISTORY, INTENTS, RECEIPTS};
 use crate::fail;
 use crate::out;
@@ -139,13 +140,13 @@ pub fn run(options: &Options<'_>) -> Result<Outcome> {
     };
     let all = pending(&intents).map_err(on_intents)?;
     for intent in all {
+        let shown = shown_key(&intent.key);
         if has_receipt(&receipts, &intent.key).map_err(on_receipts)? {
             continue;
         }
         if intent.status == "unknown" {
             out::line(&format!(
-                "HELD key {}: result unknown, left for reconciliation (GET /effect/{})",
-                intent.key, intent.key
+                "HELD key {shown}: result unknown, left for reconciliation (GET /effect/{shown})"
             ));
             outcome.held += 1;
             continue;
@@ -153,35 +154,33 @@ pub fn run(options: &Options<'_>) -> Result<Outcome> {
         let earlier = attempts(&intents, &intent.key).map_err(on_intents)?;
         if earlier > 0 {
             out::line(&format!(
-                "UNKNOWN key {}: {earlier} earlier attempts without a receipt; the receiver may have run it",
-                intent.key
+                "UNKNOWN key {shown}: {earlier} earlier attempts without a receipt; the receiver may have run it"
             ));
             if options.unknown == Unknown::Hold {
                 mark_unknown(&intents, &intent.key).map_err(on_intents)?;
                 outcome.held += 1;
                 continue;
             }
-            out::line(&format!("RESEND key {} with the same body", intent.key));
+            out::line(&format!("RESEND key {shown} with the same body"));
         }
         record_attempt(&intents, &intent.key).map_err(on_intents)?;
         let reply = match client::post(&agent, options.port, Some(&intent.key), &intent.body) {
             Ok(reply) => reply,
             Err(NoReply::Connect(e)) => {
                 return Err(fail::unavailable(format!(
-                    "receiver at 127.0.0.1:{} not reachable for key {}: {e}; attempt recorded, no receipt",
-                    options.port, intent.key
+                    "receiver at 127.0.0.1:{} not reachable for key {shown}: {e}; attempt recorded, no receipt",
+                    options.port
                 )))
             }
             Err(NoReply::Lost(e)) => {
                 return Err(fail::unavailable(format!(
-                    "no reply from 127.0.0.1:{} for key {}: {e}; the receiver may have run it; attempt recorded, no receipt",
-                    options.port, intent.key
+                    "no reply from 127.0.0.1:{} for key {shown}: {e}; the receiver may have run it; attempt recorded, no receipt",
+                    options.port
                 )))
             }
         };
         out::line(&format!(
-            "RESPONSE key {} status {}{} {}",
-            intent.key,
+            "RESPONSE key {shown} status {}{} {}",
             reply.status,
             if reply.replayed { " replayed" } else { "" },
             reply.body
@@ -191,20 +190,19 @@ pub fn run(options: &Options<'_>) -> Result<Outcome> {
             200 => {}
             409 => {
                 return Err(fail::conflict(format!(
-                    "payload conflict: the receiver holds key {} with another body (409); no receipt, no history",
-                    intent.key
+                    "payload conflict: the receiver holds key {shown} with another body (409); no receipt, no history"
                 )))
             }
             503 => {
                 return Err(fail::unavailable(format!(
-                    "receiver answered 503 for key {}: {}",
-                    intent.key, reply.body
+                    "receiver answered 503 for key {shown}: {}",
+                    reply.body
                 )))
             }
             other => {
                 return Err(fail::failed(format!(
-                    "receiver answered {other} for key {}: {}",
-                    intent.key, reply.body
+                    "receiver answered {other} for key {shown}: {}",
+                    reply.body
                 )))
             }
         }
@@ -264,7 +262,7 @@ fn record_attempt(intents: &Db, key: &str) -> rusqlite::Result<()> {
     let id = intents.conn.last_insert_rowid();
     crash::point("dispatcher.before-attempt-commit");
     intents.conn.execute_batch("COMMIT")?;
-    out::committed("intents", &format!("attempt {id} key {key}"));
+    out::committed("intents", &format!("attempt {id} key {}", shown_key(key)));
     crash::point("dispatcher.after-attempt-commit");
     Ok(())
 }
@@ -279,7 +277,10 @@ fn mark_unknown(intents: &Db, key: &str) -> rusqlite::Result<()> {
     intents.conn.execute_batch("COMMIT")?;
     out::committed(
         "intents",
-        &format!("key {key} marked unknown: left for reconciliation, not resent"),
+        &format!(
+            "key {} marked unknown: left for reconciliation, not resent",
+            shown_key(key)
+        ),
     );
     crash::point("dispatcher.after-unknown-commit");
     Ok(())
@@ -295,7 +296,7 @@ fn write_receipt(receipts: &Db, key: &str, reply: &Reply) -> rusqlite::Result<()
         .execute(params![key, reply.status, reply.body, reply.replayed, now_ms()])?;
     crash::point("dispatcher.before-receipt-commit");
     receipts.conn.execute_batch("COMMIT")?;
-    out::committed("receipts", &format!("receipt key {key}"));
+    out::committed("receipts", &format!("receipt key {}", shown_key(key)));
     crash::point("dispatcher.after-receipt-commit");
     Ok(())
 }
@@ -315,7 +316,7 @@ fn append_history(history: &Db, key: &str, reply: &Reply) -> rusqlite::Result<()
         .execute(params![key, event, now_ms()])?;
     crash::point("dispatcher.before-history-commit");
     history.conn.execute_batch("COMMIT")?;
-    out::committed("history", &format!("history key {key}"));
+    out::committed("history", &format!("history key {}", shown_key(key)));
     crash::point("dispatcher.after-history-commit");
     Ok(())
 }
@@ -346,7 +347,10 @@ fn repair_history(receipts: &Db, history: &Db) -> rusqlite::Result<usize> {
             .optional()?
             .is_some();
         if !present {
-            out::line(&format!("REPAIR key {key}: receipt without history"));
+            out::line(&format!(
+                "REPAIR key {}: receipt without history",
+                shown_key(&key)
+            ));
             append_history(history, &key, &reply)?;
             repaired += 1;
         }
