@@ -135,7 +135,7 @@ pub fn run(options: &Options<'_>) -> Result<Outcome> {
     let on_history = |e| store::explain(e, "history", &h_shown);
 
     let mut outcome = Outcome {
-        repaired: repair_history(&receipts, &history).map_err(on_history)?,
+        repaired: repair_history(&receipts, &r_shown, &history, &h_shown)?,
         ..Outcome::default()
     };
     let all = pending(&intents).map_err(on_intents)?;
@@ -322,11 +322,35 @@ fn append_history(history: &Db, key: &str, reply: &Reply) -> rusqlite::Result<()
 }
 
 /// Receipts whose history row is missing (a crash between the two commits): append it.
-fn repair_history(receipts: &Db, history: &Db) -> rusqlite::Result<usize> {
+/// It reads one file and writes the other, so each error names the file it came from.
+fn repair_history(receipts: &Db, r_shown: &str, history: &Db, h_shown: &str) -> Result<usize> {
+    let rows = all_receipts(receipts).map_err(|e| store::explain(e, "receipts", r_shown))?;
+    let on_history = |e| store::explain(e, "history", h_shown);
+    let mut repaired = 0;
+    for (key, reply) in rows {
+        let present = history
+            .conn
+            .prepare_cached("SELECT 1 FROM history WHERE key = ?1")
+            .and_then(|mut s| s.query_row([&key], |_| Ok(())).optional())
+            .map_err(on_history)?
+            .is_some();
+        if !present {
+            out::line(&format!(
+                "REPAIR key {}: receipt without history",
+                shown_key(&key)
+            ));
+            append_history(history, &key, &reply).map_err(on_history)?;
+            repaired += 1;
+        }
+    }
+    Ok(repaired)
+}
+
+fn all_receipts(receipts: &Db) -> rusqlite::Result<Vec<(String, Reply)>> {
     let mut stmt = receipts
         .conn
         .prepare("SELECT key, status, response, replayed FROM receipts ORDER BY key LIMIT ?1")?;
-    let rows: Vec<(String, Reply)> = stmt
+    let rows = stmt
         .query_map([INTENTS_MAX], |r| {
             Ok((
                 r.get(0)?,
@@ -337,25 +361,8 @@ fn repair_history(receipts: &Db, history: &Db) -> rusqlite::Result<usize> {
                 },
             ))
         })?
-        .collect::<rusqlite::Result<_>>()?;
-    let mut repaired = 0;
-    for (key, reply) in rows {
-        let present = history
-            .conn
-            .prepare_cached("SELECT 1 FROM history WHERE key = ?1")?
-            .query_row([&key], |_| Ok(()))
-            .optional()?
-            .is_some();
-        if !present {
-            out::line(&format!(
-                "REPAIR key {}: receipt without history",
-                shown_key(&key)
-            ));
-            append_history(history, &key, &reply)?;
-            repaired += 1;
-        }
-    }
-    Ok(repaired)
+        .collect();
+    rows
 }
 
 /// The lock file beside the intents file.
@@ -368,3 +375,6 @@ pub fn default_lock(intents: &Path) -> PathBuf {
             |p| p.join("dispatcher.lock"),
         )
 }
+
+#[cfg(test)]
+mod tests;
