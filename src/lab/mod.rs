@@ -10,6 +10,7 @@ pub mod files;
 pub mod lab13;
 pub mod lab14;
 pub mod process;
+pub mod rerun;
 pub mod scenario;
 
 use crate::crash::PointDef;
