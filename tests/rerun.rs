@@ -350,4 +350,23 @@ fn a_directory_without_a_runnable_command_is_one_line_and_exit_2() {
             audited.stderr
         );
     }
+
+    // A temporary directory inside DIR is refused before anything runs or is printed.
+    let runnable = write(
+        "runnable",
+        "processes.json",
+        r#"{"command": ["crashlab", "driver", "14", "--out", "x"]}"#,
+    );
+    let tmp = runnable.join("tmp");
+    fs::create_dir_all(&tmp).unwrap();
+    let out = Command::new(BIN)
+        .args(["audit", "--rerun", runnable.to_str().unwrap()])
+        .env("TMPDIR", &tmp)
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 2, "{}", stdout(&out));
+    assert_eq!(stdout(&out), "");
+    assert!(stderr(&out).contains("lies inside"), "{}", stderr(&out));
+    assert_eq!(fs::read_dir(&tmp).unwrap().count(), 0);
+    assert!(!runnable.join("x").exists());
 }

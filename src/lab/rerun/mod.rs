@@ -108,7 +108,7 @@ fn rerun_and_compare(dir: &Path, recorded: &runner::Recorded) -> Result<Report> 
     let mut not_compared = Vec::new();
     if recorded.kind == Kind::Chaos {
         not_compared.push(scope::CHAOS_NOT_COMPARED.to_string());
-        if let Ok(text) = std::fs::read_to_string(dir.join("chaos.json")) {
+        if let Ok(text) = runner::read_plain(&dir.join("chaos.json")) {
             if let Ok(value) = serde_json::from_str(&text) {
                 let left = scope::left_out(&value, scope::CHAOS_SEEDED);
                 if !left.is_empty() {
@@ -207,6 +207,7 @@ pub fn run(dir: &Path, json: bool, strict_sources: bool) -> Result<i32> {
         return Err(fail::usage(format!("{} does not exist", dir.display())));
     }
     let recorded = runner::recorded(dir)?;
+    runner::outside(&std::env::temp_dir(), dir)?;
     if json {
         let audited = audit::audit(dir, strict_sources);
         let report = rerun_and_compare(dir, &recorded)?;

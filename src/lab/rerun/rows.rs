@@ -48,7 +48,8 @@ pub fn dump(path: &Path) -> Result<Vec<String>> {
     fs::copy(path, &copy).with_context(|| format!("copying {}", path.display()))?;
     let name = path.file_name().unwrap_or_default().to_string_lossy();
     let wal = path.with_file_name(format!("{name}-wal"));
-    if wal.is_file() {
+    // A link is never followed: a `-wal` that is not a plain file is left out.
+    if fs::symlink_metadata(&wal).is_ok_and(|m| m.is_file()) {
         fs::copy(&wal, scratch.path().join("copy.db-wal"))
             .with_context(|| format!("copying {}", wal.display()))?;
     }

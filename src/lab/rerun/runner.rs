@@ -69,17 +69,30 @@ fn is_file(path: &Path) -> bool {
     fs::symlink_metadata(path).is_ok_and(|m| m.is_file())
 }
 
-fn read_json(dir: &Path, name: &str) -> Result<serde_json::Value> {
-    let path = dir.join(name);
-    let bytes = fs::symlink_metadata(&path).map(|m| m.len()).unwrap_or(0);
-    if bytes > JSON_BYTES_MAX {
+/// A plain file of DIR as text, bounded; a symbolic link is never followed.
+pub fn read_plain(path: &Path) -> Result<String> {
+    let meta = fs::symlink_metadata(path)
+        .map_err(|e| fail::usage(format!("{}: unreadable: {e}", path.display())))?;
+    if !meta.is_file() {
         return Err(fail::usage(format!(
-            "{}: {bytes} bytes exceed the bound of {JSON_BYTES_MAX}",
+            "{} is not a plain file (a link is never followed)",
             path.display()
         )));
     }
-    let text = fs::read_to_string(&path)
-        .map_err(|e| fail::usage(format!("{}: unreadable: {e}", path.display())))?;
+    if meta.len() > JSON_BYTES_MAX {
+        return Err(fail::usage(format!(
+            "{}: {} bytes exceed the bound of {JSON_BYTES_MAX}",
+            path.display(),
+            meta.len()
+        )));
+    }
+    fs::read_to_string(path)
+        .map_err(|e| fail::usage(format!("{}: unreadable: {e}", path.display())))
+}
+
+fn read_json(dir: &Path, name: &str) -> Result<serde_json::Value> {
+    let path = dir.join(name);
+    let text = read_plain(&path)?;
     serde_json::from_str(&text).map_err(|e| {
         fail::usage(format!(
             "{}: malformed JSON, no command to rerun: {e}",
@@ -234,23 +247,30 @@ pub struct Rerun {
     pub stderr_first: String,
 }
 
+/// The temporary directory must not lie inside DIR: the rerun never writes there.
+pub fn outside(temp: &Path, dir: &Path) -> Result<()> {
+    let inside = match (fs::canonicalize(temp), fs::canonicalize(dir)) {
+        (Ok(t), Ok(d)) => t.starts_with(d),
+        _ => false,
+    };
+    if inside {
+        return Err(fail::usage(format!(
+            "the temporary directory {} lies inside {}: set TMPDIR elsewhere",
+            temp.display(),
+            dir.display()
+        )));
+    }
+    Ok(())
+}
+
 /// Run the recorded command again with this binary, in a fresh temporary directory.
 pub fn rerun(recorded: &Recorded, dir: &Path) -> Result<Rerun> {
     let temp = tempfile::Builder::new()
         .prefix("crashlab-rerun-")
         .tempdir()
         .context("creating the rerun's temporary directory")?;
-    let inside = |a: &Path, b: &Path| match (fs::canonicalize(a), fs::canonicalize(b)) {
-        (Ok(a), Ok(b)) => a.starts_with(b),
-        _ => false,
-    };
-    if inside(temp.path(), dir) {
-        return Err(fail::usage(format!(
-            "the temporary directory {} lies inside {}: set TMPDIR elsewhere",
-            temp.path().display(),
-            dir.display()
-        )));
-    }
+    // Checked before anything was printed (`outside`); checked again on the real directory.
+    outside(temp.path(), dir)?;
     let mut cwd = temp.path().join("run");
     for _ in 0..recorded.up {
         cwd.push("w");

@@ -76,9 +76,10 @@ impl Scope {
     }
 
     pub fn rule(&self, rel: &str) -> Rule {
-        let side = SIDE_SUFFIXES
-            .iter()
-            .any(|s| rel.ends_with(s) && rel.starts_with("db/"));
+        // A kept database's side file, under the driver's or chaos's `db/` or under an
+        // explore case's `…/db/`.
+        let in_db = rel.starts_with("db/") || rel.contains("/db/");
+        let side = in_db && SIDE_SUFFIXES.iter().any(|s| rel.ends_with(s));
         if side {
             return Rule::Side;
         }
@@ -242,6 +243,27 @@ mod tests {
             "database-files.json",
             &json!({"scenario": "two-dispatchers", "after_step": "intent", "file": "intents.db"})
         ));
+    }
+
+    #[test]
+    fn side_files_of_kept_databases_are_compared_through_their_rows() {
+        let explore = Scope::new(Kind::Explore, "14");
+        assert!(matches!(
+            explore.rule("cases/v/p@1/db/queue.db-wal"),
+            Rule::Side
+        ));
+        assert!(matches!(
+            explore.rule("cases/v/p@1/db/queue.db"),
+            Rule::Everything
+        ));
+        assert!(matches!(
+            explore.rule("cases/v/p@1/x.db-wal"),
+            Rule::Everything
+        ));
+        let chaos = Scope::new(Kind::Chaos, "14");
+        assert!(matches!(chaos.rule("db/receiver.db-shm"), Rule::Side));
+        assert!(matches!(chaos.rule("chaos.json"), Rule::Only(_)));
+        assert!(matches!(chaos.rule("logs/sender.1.stdout.txt"), Rule::Skip));
     }
 
     #[test]
