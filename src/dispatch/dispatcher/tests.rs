@@ -3,14 +3,11 @@
 use super::*;
 
 /// The history repair reads receipts.db and writes history.db: a corrupt receipts file
-/// must be named as itself, not as the history file.
+/// must be named as itself, not as the history file (the open refuses it first).
 #[test]
 fn a_corrupt_receipts_file_is_named_as_receipts() {
     let dir = tempfile::tempdir().unwrap();
-    let (r_path, h_path) = (
-        dir.path().join("receipts.db"),
-        dir.path().join("history.db"),
-    );
+    let r_path = dir.path().join("receipts.db");
     {
         let receipts = store::open_traced(&r_path, &RECEIPTS, Access::WriteCreate, false);
         let reply = Reply {
@@ -25,13 +22,10 @@ fn a_corrupt_receipts_file_is_named_as_receipts() {
     assert!(bytes.len() > 4112);
     bytes[4096..4112].iter_mut().for_each(|b| *b ^= 0xff);
     std::fs::write(&r_path, bytes).unwrap();
-    let receipts = store::open_traced(&r_path, &RECEIPTS, Access::Write, false).unwrap();
-    let history = store::open_traced(&h_path, &HISTORY, Access::WriteCreate, false).unwrap();
-    let error = repair_history(&receipts, "receipts.db", &history, "history.db").unwrap_err();
-    let text = fail::one_line(&error);
-    assert!(
-        text.contains("receipts database receipts.db is corrupt"),
-        "{text}"
-    );
+    // The open's quick_check refuses it before any repair reads it, naming the file.
+    let error = store::open_traced(&r_path, &RECEIPTS, Access::Write, false).err();
+    let text = fail::one_line(&error.expect("a corrupt receipts file is refused"));
+    assert!(text.contains("receipts database"), "{text}");
+    assert!(text.contains("receipts.db is corrupt"), "{text}");
     assert!(!text.contains("history"), "{text}");
 }

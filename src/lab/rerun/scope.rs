@@ -97,7 +97,7 @@ impl Scope {
     /// SQLite side file (`-wal`, `-shm`, `-journal`: whether it is there and how big depends
     /// on when a checkpoint ran and the last connection closed, which a process's shutdown
     /// may or may not reach), or a snapshot taken while a process that may write the file
-    /// ran: its own `frozen: false` says so, or, for a row of the driver's
+    /// ran: its own non-empty `frozen` list says so, or, for a row of the driver's
     /// database-files.json without that field, the lab's background steps do.
     pub fn unsettled(&self, rel: &str, value: &Value) -> bool {
         let side = value
@@ -107,8 +107,10 @@ impl Scope {
         if side {
             return true;
         }
-        if let Some(frozen) = value.get("frozen").and_then(Value::as_bool) {
-            return !frozen;
+        // The driver lists the background steps it stopped for the snapshot: which of
+        // their commits the files show depends on timing.
+        if let Some(frozen) = value.get("frozen").and_then(Value::as_array) {
+            return !frozen.is_empty();
         }
         if rel != "database-files.json" {
             return false;
@@ -232,10 +234,10 @@ mod tests {
         let row = json!({"scenario": "two-dispatchers", "after_step": "dispatch-first"});
         assert!(scope.unsettled("database-files.json", &row));
         assert!(!scope.unsettled("other.json", &row));
-        let mut frozen = row.clone();
-        frozen["frozen"] = json!(true);
-        assert!(!scope.unsettled("database-files.json", &frozen));
-        assert!(scope.unsettled("x.json", &json!({"frozen": false})));
+        let mut quiet = row.clone();
+        quiet["frozen"] = json!([]);
+        assert!(!scope.unsettled("database-files.json", &quiet));
+        assert!(scope.unsettled("x.json", &json!({"frozen": ["receiver"]})));
         // A side file is housekeeping, settled or not.
         let wal = json!({"scenario": "two-dispatchers", "after_step": "intent", "file": "intents.db-wal"});
         assert!(scope.unsettled("database-files.json", &wal));
