@@ -91,7 +91,7 @@ fn check_svg(path: &Path, options: &usvg::Options) -> usize {
 
 /// report.html: well-formed (as XML), no script and no external asset, every link a file
 /// of the run or an anchor of the page; returns its links.
-fn check_page(dir: &Path, timelines: usize) -> Vec<String> {
+fn check_page(dir: &Path, timelines: usize, pass: bool) -> Vec<String> {
     let page = std::fs::read_to_string(dir.join("report.html")).expect("report.html");
     let options = roxmltree::ParsingOptions {
         allow_dtd: true,
@@ -139,11 +139,17 @@ fn check_page(dir: &Path, timelines: usize) -> Vec<String> {
                 .is_some_and(|c| c.starts_with("verdict"))
         })
         .expect("a verdict");
-    let words: String = verdict.descendants().filter_map(|n| n.text()).collect();
-    assert!(
-        words.contains("PASS") && words.contains(":valid? true"),
-        "{words}"
-    );
+    let words: String = verdict
+        .descendants()
+        .filter(|n| n.is_text())
+        .filter_map(|n| n.text())
+        .collect();
+    let expected = if pass {
+        ["PASS", ":valid? true"]
+    } else {
+        ["FAIL", ":valid? false"]
+    };
+    assert!(expected.iter().all(|w| words.contains(w)), "{words}");
     links
 }
 
@@ -177,7 +183,7 @@ fn every_driver_run_has_a_timeline_and_a_page_that_render_whole() {
     ] {
         assert!(svg.contains(shown), "timeline.svg shows '{shown}'");
     }
-    let links = check_page(&r14, 1);
+    let links = check_page(&r14, 1, true);
     for file in [
         "processes.json",
         "results.json",
@@ -207,7 +213,7 @@ fn every_driver_run_has_a_timeline_and_a_page_that_render_whole() {
     );
     let crash = std::fs::read_to_string(r13.join("keyed-receiver-crash/timeline.svg")).unwrap();
     assert!(crash.contains("receiver.after-effect-commit") && crash.contains("effect 1 key K1"));
-    let links = check_page(&r13, scenarios);
+    let links = check_page(&r13, scenarios, true);
     assert!(links.iter().any(|l| l == "two-dispatchers/timeline.svg"));
     audit_passes(&r13);
 
@@ -231,4 +237,31 @@ fn explores_svg_keeps_its_text_inside_at_every_lab() {
         let texts = check_svg(&dir.join("explore.svg"), &options);
         assert!(texts > 20, "lab {lab}: {texts} texts");
     }
+}
+
+#[test]
+fn a_failed_run_shows_its_failure_in_both_pictures() {
+    let options = fonts();
+    let tmp = tempfile::tempdir().unwrap();
+    let out = crashlab(
+        tmp.path(),
+        &[
+            "driver",
+            "14",
+            "--move-crash",
+            "business-crash=none",
+            "--out",
+            "bad",
+        ],
+    );
+    assert_eq!(code(&out), 1, "{}", stdout(&out));
+    let dir = tmp.path().join("bad");
+    check_svg(&dir.join("timeline.svg"), &options);
+    let svg = std::fs::read_to_string(dir.join("timeline.svg")).unwrap();
+    assert!(svg.contains("FAIL: 1 of 12 steps did not hold their expectations"));
+    assert!(svg.contains("FAILED: exit 0, expected 73"));
+    check_page(&dir, 1, false);
+    let page = std::fs::read_to_string(dir.join("report.html")).unwrap();
+    assert!(page.contains("the crash was moved away: no crash happened"));
+    audit_passes(&dir);
 }

@@ -133,8 +133,16 @@ fn meta(ev: &Evidence) -> String {
         ),
         None => "commit unknown".to_string(),
     };
+    let moved = if p.moved_crashes.is_empty() {
+        String::new()
+    } else {
+        format!(
+            " · moved crashes <code>{}</code>",
+            escape(&p.moved_crashes.join(", "))
+        )
+    };
     format!(
-        "<code>{}</code> · crashlab {} · {git} · SQLite {} · crash mode {} · total wall_ms {}",
+        "<code>{}</code> · crashlab {} · {git} · SQLite {} · crash mode {}{moved} · total wall_ms {}",
         escape(&p.command.join(" ")),
         escape(&p.crashlab_version),
         escape(&p.sqlite_version),

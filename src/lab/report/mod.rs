@@ -6,6 +6,7 @@
 
 pub mod html;
 pub mod layout;
+pub mod legend;
 pub mod model;
 pub mod picture;
 pub mod place;

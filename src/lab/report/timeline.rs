@@ -3,24 +3,20 @@
 
 use std::fmt::Write;
 
+use crate::lab::report::legend::{self, cross, BLUE, GREEN, RED, ROUTE_COLOURS};
 use crate::lab::report::picture::{LaneKind, MarkKind, Timeline, Tone};
 use crate::lab::report::text::{self, escape, width_px};
 
-const FONT: f64 = 11.0;
+pub const FONT: f64 = 11.0;
 const TITLE_FONT: f64 = 14.0;
 const VERDICT_FONT: f64 = 12.0;
 const LINE_H: f64 = 15.0;
 const PAD: f64 = 8.0;
 const MARGIN: f64 = 12.0;
 /// Room for the square or circle before a mark's text, and the cross before `CRASH`.
-const MARK_W: f64 = 16.0;
+pub const MARK_W: f64 = 16.0;
 const COLUMN_MIN_W: f64 = 72.0;
 const HEADER_Y: f64 = 92.0;
-
-pub const GREEN: &str = "#2e7d32";
-pub const RED: &str = "#c62828";
-const BLUE: &str = "#1565c0";
-const ROUTE_COLOURS: [&str; 4] = ["#6a1b9a", "#ef6c00", "#00838f", "#ad1457"];
 
 fn fill_of(tone: Tone) -> &'static str {
     match tone {
@@ -33,41 +29,6 @@ fn fill_of(tone: Tone) -> &'static str {
 /// Baseline of line `k` of a block whose top is `top`.
 fn baseline(top: f64, k: usize) -> f64 {
     top + PAD + (k + 1) as f64 * LINE_H - 4.0
-}
-
-/// A red cross whose box's top left is at (x, y), 9 px wide.
-fn cross(s: &mut String, x: f64, y: f64) {
-    let _ = writeln!(
-        s,
-        r#"<path d="M{x:.1} {y:.1} l9 9 M{:.1} {y:.1} l-9 9" stroke="{RED}" stroke-width="2.2"/>"#,
-        x + 9.0
-    );
-}
-
-/// What the legend says, in order: (kind, text).
-fn legend_items(t: &Timeline) -> Vec<(&'static str, String)> {
-    let mut items = vec![
-        ("commit", "commit (COMMITTED line)".to_string()),
-        ("state", "state a readback showed".to_string()),
-        ("crash", "crash point".to_string()),
-    ];
-    for route in &t.routes {
-        items.push((
-            "route",
-            format!("{}: its first commit on each database", route.id),
-        ));
-    }
-    items.push(("present", "database file exists".to_string()));
-    items
-}
-
-const LEGEND_GAP: f64 = 26.0;
-
-fn legend_width(t: &Timeline) -> f64 {
-    legend_items(t)
-        .iter()
-        .map(|(_, label)| MARK_W + 6.0 + width_px(label, FONT) + LEGEND_GAP)
-        .sum()
 }
 
 const NOTE: &str = "Columns are the steps in the order the driver started them, not to scale; \
@@ -113,7 +74,7 @@ pub fn render(t: &Timeline) -> String {
     let width = (x + MARGIN)
         .max(2.0 * MARGIN + width_px(&t.title, TITLE_FONT))
         .max(2.0 * MARGIN + width_px(&t.verdict, VERDICT_FONT))
-        .max(2.0 * MARGIN + legend_width(t))
+        .max(2.0 * MARGIN + legend::width(t))
         .ceil();
     // Heights: each row of a role lane as tall as its tallest cell; a database lane as tall
     // as its fullest cell.
@@ -187,48 +148,7 @@ pub fn render(t: &Timeline) -> String {
         if t.ok { GREEN } else { RED },
         escape(&t.verdict)
     );
-    // Legend.
-    let mut x = MARGIN;
-    let mut routes_drawn = 0;
-    for (kind, label) in &legend_items(t) {
-        match *kind {
-            "commit" => {
-                let _ = writeln!(
-                    s,
-                    r#"<rect x="{x}" y="56" width="8" height="8" fill="{BLUE}"/>"#
-                );
-            }
-            "state" => {
-                let _ = writeln!(
-                    s,
-                    r#"<circle cx="{}" cy="60" r="4" fill="white" stroke="{GREEN}" stroke-width="1.5"/>"#,
-                    x + 4.0
-                );
-            }
-            "crash" => cross(&mut s, x, 55.5),
-            "route" => {
-                let colour = ROUTE_COLOURS[routes_drawn % ROUTE_COLOURS.len()];
-                routes_drawn += 1;
-                let _ = writeln!(
-                    s,
-                    r#"<path d="M{x} 60 h12" stroke="{colour}" stroke-width="3" opacity="0.6"/>"#
-                );
-            }
-            _ => {
-                let _ = writeln!(
-                    s,
-                    r##"<rect x="{x}" y="54" width="12" height="12" fill="#eef3fa" stroke="#90a4ae" stroke-width="0.5"/>"##
-                );
-            }
-        }
-        let _ = writeln!(
-            s,
-            r#"<text x="{}" y="64">{}</text>"#,
-            x + MARK_W + 2.0,
-            escape(label)
-        );
-        x += MARK_W + 6.0 + width_px(label, FONT) + LEGEND_GAP;
-    }
+    legend::draw(&mut s, t, MARGIN);
     // Column headers and guides.
     for (c, column) in t.columns.iter().enumerate() {
         let cx = col_x[c];
