@@ -11,6 +11,7 @@ pub mod freeze;
 pub mod lab13;
 pub mod lab14;
 pub mod process;
+pub mod report;
 pub mod rerun;
 pub mod scenario;
 
