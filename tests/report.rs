@@ -249,7 +249,7 @@ fn a_failed_run_shows_its_failure_in_both_pictures() {
             "driver",
             "14",
             "--move-crash",
-            "business-crash=none",
+            "business-crash=sender.after-commit@5",
             "--out",
             "bad",
         ],
@@ -259,9 +259,9 @@ fn a_failed_run_shows_its_failure_in_both_pictures() {
     check_svg(&dir.join("timeline.svg"), &options);
     let svg = std::fs::read_to_string(dir.join("timeline.svg")).unwrap();
     assert!(svg.contains("FAIL: 1 of 12 steps did not hold their expectations"));
-    assert!(svg.contains("FAILED: exit 0, expected 73"));
+    assert!(svg.contains("FAILED: exit 78, expected 73"));
     check_page(&dir, 1, false);
     let page = std::fs::read_to_string(dir.join("report.html")).unwrap();
-    assert!(page.contains("the crash was moved away: no crash happened"));
+    assert!(page.contains("the armed point was never reached"));
     audit_passes(&dir);
 }
