@@ -10,7 +10,12 @@ if [ $# -lt 1 ]; then
 fi
 lab=$1
 shift
-(cd "$repo" && cargo build --release --locked --quiet)
+# The build shows cargo's progress: a first build compiles the bundled SQLite, which is
+# most of its time, and a silent minute reads as a hang.
+if [ ! -x "$repo/target/release/crashlab" ]; then
+  echo "run-lab.sh: first build: cargo compiles crashlab and the SQLite it bundles; this takes a minute or two" >&2
+fi
+(cd "$repo" && cargo build --release --locked)
 case " $* " in
   *" --out "* | *" --out="*) ;;
   *) cd "$repo" ;;

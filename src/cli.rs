@@ -320,5 +320,8 @@ pub enum Command {
         /// Changed sources are a failure, not a note
         #[arg(long)]
         strict_sources: bool,
+        /// Also run the recorded command again in a temporary directory and compare
+        #[arg(long)]
+        rerun: bool,
     },
 }

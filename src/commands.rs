@@ -369,6 +369,13 @@ pub fn dispatch(command: Command) -> Result<i32> {
             dir,
             json,
             strict_sources,
+            rerun: true,
+        } => lab::rerun::run(&dir, json, strict_sources),
+        Command::Audit {
+            dir,
+            json,
+            strict_sources,
+            rerun: false,
         } => lab::audit::run(&dir, json, strict_sources),
     }
 }

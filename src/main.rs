@@ -34,9 +34,13 @@ fn main() {
                 let (point, hit) = (missed.at.point, missed.at.hit);
                 out::line(&crash::not_reached_line(point, hit));
                 out::flush();
+                let reached = match missed.hits {
+                    0 => "never reached".to_string(),
+                    1 => "reached once".to_string(),
+                    n => format!("reached {n} times"),
+                };
                 out::warn(&format!(
-                    "crashlab: the armed crash point {point}@{hit} was not reached (reached {} times); nothing crashed",
-                    missed.hits
+                    "crashlab: the armed crash point {point}@{hit} was not reached ({reached}); nothing crashed"
                 ));
                 fail::EXIT_NOT_REACHED
             }

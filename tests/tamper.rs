@@ -355,6 +355,12 @@ fn lab14_tampers() -> Vec<Tamper> {
             },
         ),
         tamper(
+            "the timeline drawn otherwise",
+            &["timeline.svg"],
+            false,
+            |d| replace(d, "timeline.svg", "business-crash", "business-ok"),
+        ),
+        tamper(
             "a symlink to a file outside added",
             &["notes.txt"],
             false,

@@ -16,6 +16,7 @@ use rusqlite::{params, OptionalExtension};
 
 use crate::crash;
 use crate::dispatch::client::{self, NoReply, Reply};
+use crate::dispatch::model::shown_key;
 use crate::dispatch::schema::{HISTORY, INTENTS, RECEIPTS};
 use crate::fail;
 use crate::out;
@@ -134,18 +135,18 @@ pub fn run(options: &Options<'_>) -> Result<Outcome> {
     let on_history = |e| store::explain(e, "history", &h_shown);
 
     let mut outcome = Outcome {
-        repaired: repair_history(&receipts, &history).map_err(on_history)?,
+        repaired: repair_history(&receipts, &r_shown, &history, &h_shown)?,
         ..Outcome::default()
     };
     let all = pending(&intents).map_err(on_intents)?;
     for intent in all {
+        let shown = shown_key(&intent.key);
         if has_receipt(&receipts, &intent.key).map_err(on_receipts)? {
             continue;
         }
         if intent.status == "unknown" {
             out::line(&format!(
-                "HELD key {}: result unknown, left for reconciliation (GET /effect/{})",
-                intent.key, intent.key
+                "HELD key {shown}: result unknown, left for reconciliation (GET /effect/{shown})"
             ));
             outcome.held += 1;
             continue;
@@ -153,35 +154,33 @@ pub fn run(options: &Options<'_>) -> Result<Outcome> {
         let earlier = attempts(&intents, &intent.key).map_err(on_intents)?;
         if earlier > 0 {
             out::line(&format!(
-                "UNKNOWN key {}: {earlier} earlier attempts without a receipt; the receiver may have run it",
-                intent.key
+                "UNKNOWN key {shown}: {earlier} earlier attempts without a receipt; the receiver may have run it"
             ));
             if options.unknown == Unknown::Hold {
                 mark_unknown(&intents, &intent.key).map_err(on_intents)?;
                 outcome.held += 1;
                 continue;
             }
-            out::line(&format!("RESEND key {} with the same body", intent.key));
+            out::line(&format!("RESEND key {shown} with the same body"));
         }
         record_attempt(&intents, &intent.key).map_err(on_intents)?;
         let reply = match client::post(&agent, options.port, Some(&intent.key), &intent.body) {
             Ok(reply) => reply,
             Err(NoReply::Connect(e)) => {
                 return Err(fail::unavailable(format!(
-                    "receiver at 127.0.0.1:{} not reachable for key {}: {e}; attempt recorded, no receipt",
-                    options.port, intent.key
+                    "receiver at 127.0.0.1:{} not reachable for key {shown}: {e}; attempt recorded, no receipt",
+                    options.port
                 )))
             }
             Err(NoReply::Lost(e)) => {
                 return Err(fail::unavailable(format!(
-                    "no reply from 127.0.0.1:{} for key {}: {e}; the receiver may have run it; attempt recorded, no receipt",
-                    options.port, intent.key
+                    "no reply from 127.0.0.1:{} for key {shown}: {e}; the receiver may have run it; attempt recorded, no receipt",
+                    options.port
                 )))
             }
         };
         out::line(&format!(
-            "RESPONSE key {} status {}{} {}",
-            intent.key,
+            "RESPONSE key {shown} status {}{} {}",
             reply.status,
             if reply.replayed { " replayed" } else { "" },
             reply.body
@@ -191,20 +190,19 @@ pub fn run(options: &Options<'_>) -> Result<Outcome> {
             200 => {}
             409 => {
                 return Err(fail::conflict(format!(
-                    "payload conflict: the receiver holds key {} with another body (409); no receipt, no history",
-                    intent.key
+                    "payload conflict: the receiver holds key {shown} with another body (409); no receipt, no history"
                 )))
             }
             503 => {
                 return Err(fail::unavailable(format!(
-                    "receiver answered 503 for key {}: {}",
-                    intent.key, reply.body
+                    "receiver answered 503 for key {shown}: {}",
+                    reply.body
                 )))
             }
             other => {
                 return Err(fail::failed(format!(
-                    "receiver answered {other} for key {}: {}",
-                    intent.key, reply.body
+                    "receiver answered {other} for key {shown}: {}",
+                    reply.body
                 )))
             }
         }
@@ -264,7 +262,7 @@ fn record_attempt(intents: &Db, key: &str) -> rusqlite::Result<()> {
     let id = intents.conn.last_insert_rowid();
     crash::point("dispatcher.before-attempt-commit");
     intents.conn.execute_batch("COMMIT")?;
-    out::committed("intents", &format!("attempt {id} key {key}"));
+    out::committed("intents", &format!("attempt {id} key {}", shown_key(key)));
     crash::point("dispatcher.after-attempt-commit");
     Ok(())
 }
@@ -279,7 +277,10 @@ fn mark_unknown(intents: &Db, key: &str) -> rusqlite::Result<()> {
     intents.conn.execute_batch("COMMIT")?;
     out::committed(
         "intents",
-        &format!("key {key} marked unknown: left for reconciliation, not resent"),
+        &format!(
+            "key {} marked unknown: left for reconciliation, not resent",
+            shown_key(key)
+        ),
     );
     crash::point("dispatcher.after-unknown-commit");
     Ok(())
@@ -295,7 +296,7 @@ fn write_receipt(receipts: &Db, key: &str, reply: &Reply) -> rusqlite::Result<()
         .execute(params![key, reply.status, reply.body, reply.replayed, now_ms()])?;
     crash::point("dispatcher.before-receipt-commit");
     receipts.conn.execute_batch("COMMIT")?;
-    out::committed("receipts", &format!("receipt key {key}"));
+    out::committed("receipts", &format!("receipt key {}", shown_key(key)));
     crash::point("dispatcher.after-receipt-commit");
     Ok(())
 }
@@ -315,17 +316,41 @@ fn append_history(history: &Db, key: &str, reply: &Reply) -> rusqlite::Result<()
         .execute(params![key, event, now_ms()])?;
     crash::point("dispatcher.before-history-commit");
     history.conn.execute_batch("COMMIT")?;
-    out::committed("history", &format!("history key {key}"));
+    out::committed("history", &format!("history key {}", shown_key(key)));
     crash::point("dispatcher.after-history-commit");
     Ok(())
 }
 
 /// Receipts whose history row is missing (a crash between the two commits): append it.
-fn repair_history(receipts: &Db, history: &Db) -> rusqlite::Result<usize> {
+/// It reads one file and writes the other, so each error names the file it came from.
+fn repair_history(receipts: &Db, r_shown: &str, history: &Db, h_shown: &str) -> Result<usize> {
+    let rows = all_receipts(receipts).map_err(|e| store::explain(e, "receipts", r_shown))?;
+    let on_history = |e| store::explain(e, "history", h_shown);
+    let mut repaired = 0;
+    for (key, reply) in rows {
+        let present = history
+            .conn
+            .prepare_cached("SELECT 1 FROM history WHERE key = ?1")
+            .and_then(|mut s| s.query_row([&key], |_| Ok(())).optional())
+            .map_err(on_history)?
+            .is_some();
+        if !present {
+            out::line(&format!(
+                "REPAIR key {}: receipt without history",
+                shown_key(&key)
+            ));
+            append_history(history, &key, &reply).map_err(on_history)?;
+            repaired += 1;
+        }
+    }
+    Ok(repaired)
+}
+
+fn all_receipts(receipts: &Db) -> rusqlite::Result<Vec<(String, Reply)>> {
     let mut stmt = receipts
         .conn
         .prepare("SELECT key, status, response, replayed FROM receipts ORDER BY key LIMIT ?1")?;
-    let rows: Vec<(String, Reply)> = stmt
+    let rows = stmt
         .query_map([INTENTS_MAX], |r| {
             Ok((
                 r.get(0)?,
@@ -336,22 +361,8 @@ fn repair_history(receipts: &Db, history: &Db) -> rusqlite::Result<usize> {
                 },
             ))
         })?
-        .collect::<rusqlite::Result<_>>()?;
-    let mut repaired = 0;
-    for (key, reply) in rows {
-        let present = history
-            .conn
-            .prepare_cached("SELECT 1 FROM history WHERE key = ?1")?
-            .query_row([&key], |_| Ok(()))
-            .optional()?
-            .is_some();
-        if !present {
-            out::line(&format!("REPAIR key {key}: receipt without history"));
-            append_history(history, &key, &reply)?;
-            repaired += 1;
-        }
-    }
-    Ok(repaired)
+        .collect();
+    rows
 }
 
 /// The lock file beside the intents file.
@@ -364,3 +375,6 @@ pub fn default_lock(intents: &Path) -> PathBuf {
             |p| p.join("dispatcher.lock"),
         )
 }
+
+#[cfg(test)]
+mod tests;

@@ -6,7 +6,7 @@ use anyhow::Result;
 use rusqlite::{params, OptionalExtension};
 
 use crate::crash;
-use crate::dispatch::model::{check_body, check_key};
+use crate::dispatch::model::{check_body, check_key, shown_key};
 use crate::dispatch::schema::INTENTS;
 use crate::fail;
 use crate::out;
@@ -40,12 +40,14 @@ pub fn run(path: &Path, key: &str, body: &str) -> Result<Recorded> {
         db.conn.execute_batch("ROLLBACK").map_err(on_db)?;
         if old == body {
             out::line(&format!(
-                "ALREADY intent {seq} key {key}: same body, nothing written"
+                "ALREADY intent {seq} key {}: same body, nothing written",
+                shown_key(key)
             ));
             return Ok(Recorded::Already(seq));
         }
         return Err(fail::conflict(format!(
-            "payload conflict: intent key {key} is recorded with another body"
+            "payload conflict: intent key {} is recorded with another body",
+            shown_key(key)
         )));
     }
     db.conn
@@ -57,7 +59,7 @@ pub fn run(path: &Path, key: &str, body: &str) -> Result<Recorded> {
     let seq = db.conn.last_insert_rowid();
     crash::point("intent.before-commit");
     db.conn.execute_batch("COMMIT").map_err(on_db)?;
-    out::committed("intents", &format!("intent {seq} key {key}"));
+    out::committed("intents", &format!("intent {seq} key {}", shown_key(key)));
     crash::point("intent.after-commit");
     Ok(Recorded::New(seq))
 }

@@ -15,6 +15,7 @@ use crate::lab::evidence::{self, Process, Processes, Results, StepResult};
 use crate::lab::files::{self, FileRow};
 use crate::lab::freeze;
 use crate::lab::process;
+use crate::lab::report;
 use crate::lab::scenario::{Expect, Scenario, Step, Stop};
 use crate::lab::Lab;
 use crate::store;
@@ -375,6 +376,7 @@ fn execute(
     // The total covers every step and every snapshot, up to the last evidence file.
     run.processes.total_wall_ms = (started.elapsed().as_secs_f64() * 1e6).round() / 1000.0;
     evidence::write_json(dir, evidence::PROCESSES, &run.processes)?;
+    report::write(dir)?;
     evidence::write_manifest(dir)?;
     Ok(run)
 }

@@ -12,6 +12,8 @@ pub mod lab13;
 pub mod lab14;
 pub mod process;
 pub mod replay;
+pub mod report;
+pub mod rerun;
 pub mod scenario;
 
 use crate::crash::PointDef;

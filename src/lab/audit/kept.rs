@@ -1,5 +1,5 @@
 //! The files of a driver run: exactly the ones it writes (its JSON, each step's stdout and
-//! stderr, and with `--keep-db` the kept databases), and each kept database must be one file
+//! stderr, its pictures, and with `--keep-db` the kept databases), and each kept database must be one file
 //! whose rows are the state recorded after its scenario's end (its `<end>` row).
 
 use std::collections::BTreeSet;
@@ -23,6 +23,7 @@ pub(super) fn check(
     scenarios: &[Scenario],
     keep_db: bool,
     rows: Option<&[Row]>,
+    pictures: BTreeSet<String>,
 ) {
     let mut expected: BTreeSet<String> = [
         evidence::MANIFEST,
@@ -33,6 +34,7 @@ pub(super) fn check(
     .iter()
     .map(|s| s.to_string())
     .collect();
+    expected.extend(pictures);
     for scenario in scenarios {
         for step in &scenario.steps {
             let (out, err) = output_files(scenario, step);

@@ -22,6 +22,7 @@ mod manifest;
 mod output;
 #[cfg(test)]
 mod output_tests;
+mod pictures;
 mod replayed;
 mod report;
 mod results;

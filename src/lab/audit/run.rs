@@ -6,7 +6,7 @@
 use super::command::{self, Parsed};
 use super::output::{self, Ran, Which};
 use super::tree::Tree;
-use super::{database, kept, replayed, results, sequence, statements, Report};
+use super::{database, kept, pictures, replayed, results, sequence, statements, Report};
 use crate::crash::Mode;
 use crate::fail;
 use crate::lab;
@@ -233,6 +233,7 @@ pub(super) fn check_run(report: &mut Report, tree: &Tree) {
     if let Some(rows) = &rows {
         database::check_rows(report, lab, &scenarios, rows, &ready);
     }
+    let pictures = pictures::check(report, tree, &processes, results.as_ref());
     kept::check(
         report,
         tree,
@@ -240,6 +241,7 @@ pub(super) fn check_run(report: &mut Report, tree: &Tree) {
         &scenarios,
         command.keep_db,
         rows.as_deref(),
+        pictures,
     );
     replayed::check(report, tree, lab, &steps, &scenarios, &processes, many);
 }

@@ -7,9 +7,12 @@ use std::fmt::Write;
 use crate::lab::explore::check::Invariant;
 use crate::lab::explore::export::{matrix, Colour};
 use crate::lab::explore::Report;
+use crate::lab::report::text::{columns, escape, truncate, width_px, CHAR_EM};
 
-const LEFT: i32 = 260;
 const TOP: i32 = 112;
+const MARGIN: i32 = 12;
+const FONT: f64 = 12.0;
+const TITLE_FONT: f64 = 15.0;
 const CELL_W: i32 = 30;
 const CELL_H: i32 = 20;
 const GAP: i32 = 2;
@@ -24,39 +27,86 @@ fn fill(colour: Colour) -> &'static str {
     }
 }
 
-/// Lines of at most `width` characters, broken at spaces.
+/// Lines of at most `width` columns (report/text.rs), broken at spaces; a continuation is
+/// indented, and a word too long for a line is cut (explore.md and explore.json hold it whole).
 fn wrap(text: &str, width: usize) -> Vec<String> {
+    assert!(width > 8);
     let mut lines = vec![String::new()];
     for word in text.split(' ') {
         let last = lines.last_mut().expect("at least one line");
-        if !last.is_empty() && last.chars().count() + 1 + word.chars().count() > width {
-            lines.push(format!("    {word}"));
+        if last.is_empty() {
+            last.push_str(&truncate(word, width));
+        } else if columns(last) + 1 + columns(word) > width {
+            lines.push(format!("    {}", truncate(word, width - 4)));
         } else {
-            if !last.is_empty() {
-                last.push(' ');
-            }
+            last.push(' ');
             last.push_str(word);
         }
     }
     lines
 }
 
-fn escape(text: &str) -> String {
-    text.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
+/// Pixels a text takes at `size`, conservatively (see report/text.rs), as whole pixels.
+fn px(text: &str, size: f64) -> i32 {
+    width_px(text, size) as i32
 }
+
+/// The legend's entries: colour (None: the predicted frame) and label.
+const LEGEND: [(Option<Colour>, &str); 5] = [
+    (Some(Colour::Holds), "holds"),
+    (Some(Colour::Breaks), "breaks"),
+    (Some(Colour::NotReached), "not reached"),
+    (Some(Colour::Error), "error"),
+    (None, "predicted break"),
+];
+const LEGEND_STEP: i32 = 18 + 16;
 
 pub fn render(report: &Report) -> String {
     let blocks = matrix(report);
     let group_w = 5 * (CELL_W + GAP) - GAP;
     let rows = report.points.len() as i32;
-    let width = LEFT + blocks.len() as i32 * (group_w + GROUP_GAP) + 20;
-    let width = width.max(760);
+    // Every width comes from the text it must hold: the point names at the left, the title,
+    // the legend and the key at the top; nothing is clipped at any lab.
+    let left = MARGIN + report.points.iter().map(|p| px(p, FONT)).max().unwrap_or(0) + 10;
+    let title = format!(
+        "crashlab explore {}: crash mode {}, {} cases, {} processes, {:.0} ms",
+        report.lab,
+        report.crash_mode,
+        report.cases.len(),
+        report.processes,
+        report.wall_ms
+    );
+    let key: Vec<String> = Invariant::ALL
+        .iter()
+        .map(|i| format!("{} {}", i.letter(), i.title()))
+        .collect();
+    let key = key.join(" · ");
+    let legend_w: i32 = LEGEND
+        .iter()
+        .map(|(_, label)| px(label, FONT) + LEGEND_STEP)
+        .sum();
+    let group_widths = blocks
+        .iter()
+        .map(|b| (group_w.max(px(b.variant, FONT)) + GROUP_GAP) as usize)
+        .collect::<Vec<_>>();
+    let verdict = if report.ok {
+        report.words.svg_pass
+    } else {
+        "FAIL: the run differs from what the designs predict"
+    };
+    let width = [
+        left + group_widths.iter().sum::<usize>() as i32 + MARGIN,
+        2 * MARGIN + px(&title, TITLE_FONT),
+        2 * MARGIN + px(&key, FONT),
+        2 * MARGIN + legend_w,
+        2 * MARGIN + px(verdict, FONT),
+        600,
+    ]
+    .into_iter()
+    .max()
+    .expect("widths");
     let foot = TOP + rows * (CELL_H + GAP) + 24;
-    // DejaVu Sans Mono at 12 px is about 7.3 px a character.
-    let columns = (width as usize - 24) / 8;
+    let columns = ((width - 2 * MARGIN) as f64 / (FONT * CHAR_EM)) as usize;
     let verdict_lines: Vec<String> = report
         .findings
         .iter()
@@ -67,58 +117,36 @@ pub fn render(report: &Report) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" font-family="DejaVu Sans Mono, Menlo, Consolas, monospace" font-size="12">"#
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" font-family="DejaVu Sans Mono, Menlo, Consolas, monospace" font-size="{FONT}">"#
     );
     let _ = writeln!(
         s,
         r#"<rect width="{width}" height="{height}" fill="white"/>"#
     );
-    let title = format!(
-        "crashlab explore {}: crash mode {}, {} cases, {} processes, {:.0} ms",
-        report.lab,
-        report.crash_mode,
-        report.cases.len(),
-        report.processes,
-        report.wall_ms
-    );
     let _ = writeln!(
         s,
-        r#"<text x="12" y="22" font-size="15" font-weight="bold">{}</text>"#,
+        r#"<text x="{MARGIN}" y="22" font-size="{TITLE_FONT}" font-weight="bold">{}</text>"#,
         escape(&title)
     );
     // Legend.
-    let mut x = 12;
-    for (colour, label) in [
-        (Colour::Holds, "holds"),
-        (Colour::Breaks, "breaks"),
-        (Colour::NotReached, "not reached"),
-        (Colour::Error, "error"),
-    ] {
+    let mut x = MARGIN;
+    for (colour, label) in LEGEND {
+        let style = match colour {
+            Some(colour) => format!(r#"fill="{}""#, fill(colour)),
+            None => r#"fill="white" stroke="black" stroke-width="3""#.to_string(),
+        };
         let _ = writeln!(
             s,
-            r#"<rect x="{x}" y="34" width="14" height="14" fill="{}"/><text x="{}" y="45">{label}</text>"#,
-            fill(colour),
-            x + 18
+            r#"<rect x="{x}" y="34" width="14" height="14" {style}/><text x="{}" y="45">{label}</text>"#,
+            x + 20
         );
-        x += 30 + 8 * label.len() as i32;
+        x += px(label, FONT) + LEGEND_STEP;
     }
-    let _ = writeln!(
-        s,
-        r#"<rect x="{x}" y="34" width="14" height="14" fill="white" stroke="black" stroke-width="3"/><text x="{}" y="45">predicted break</text>"#,
-        x + 18
-    );
-    let key: Vec<String> = Invariant::ALL
-        .iter()
-        .map(|i| format!("{} {}", i.letter(), i.title()))
-        .collect();
-    let _ = writeln!(
-        s,
-        r#"<text x="12" y="66">{}</text>"#,
-        escape(&key.join(" · "))
-    );
+    let _ = writeln!(s, r#"<text x="{MARGIN}" y="66">{}</text>"#, escape(&key));
+    let group_x = |g: usize| left + group_widths[..g].iter().sum::<usize>() as i32;
     // Column headers.
     for (g, block) in blocks.iter().enumerate() {
-        let gx = LEFT + g as i32 * (group_w + GROUP_GAP);
+        let gx = group_x(g);
         let _ = writeln!(
             s,
             r#"<text x="{}" y="88" text-anchor="middle" font-weight="bold">{}</text>"#,
@@ -140,12 +168,12 @@ pub fn render(report: &Report) -> String {
         let _ = writeln!(
             s,
             r#"<text x="{}" y="{}" text-anchor="end">{}</text>"#,
-            LEFT - 10,
+            left - 10,
             y + 14,
             escape(point)
         );
         for (g, block) in blocks.iter().enumerate() {
-            let gx = LEFT + g as i32 * (group_w + GROUP_GAP);
+            let gx = group_x(g);
             let row = &block.rows[r];
             for (i, cell) in row.cells.iter().enumerate() {
                 let cx = gx + i as i32 * (CELL_W + GAP);
@@ -183,21 +211,16 @@ pub fn render(report: &Report) -> String {
     }
     // Verdict.
     let mut y = foot;
-    let verdict = if report.ok {
-        report.words.svg_pass
-    } else {
-        "FAIL: the run differs from what the designs predict"
-    };
     let _ = writeln!(
         s,
-        r#"<text x="12" y="{y}" font-weight="bold">{}</text>"#,
+        r#"<text x="{MARGIN}" y="{y}" font-weight="bold">{}</text>"#,
         escape(verdict)
     );
     for line in &verdict_lines {
         y += 18;
         let _ = writeln!(
             s,
-            r#"<text x="12" y="{y}" xml:space="preserve">{}</text>"#,
+            r#"<text x="{MARGIN}" y="{y}" xml:space="preserve">{}</text>"#,
             escape(line)
         );
     }
