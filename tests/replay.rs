@@ -283,6 +283,16 @@ fn lab_13_tampers_are_caught_by_the_replay() {
         dispatch,
         "but the receiver's replayed history holds no effect 7",
     );
+    let post = "key-conflict/old-request.stdout.txt";
+    tamper(
+        run,
+        "post-effect",
+        post,
+        "{\"effect\":1,",
+        "{\"effect\":5,",
+        post,
+        "but the receiver's replayed history holds no effect 5",
+    );
     let recover = "keyed-dispatcher-crash/dispatch-recover.stdout.txt";
     tamper(
         run,

@@ -163,29 +163,53 @@ pub(super) fn dispatcher(p: &Proc<'_>, say: &mut dyn FnMut(usize, String)) {
     }
 }
 
-/// Lab 13 across processes: a dispatcher's `RESPONSE key K status 200 {"effect":N,…}` names
-/// an effect the receiver's replayed file holds under key K at the scenario's end.
+/// Lab 13 across processes: a reply with status 200 that names an effect (a dispatcher's
+/// `RESPONSE key K status 200 {"effect":N,…}`, a raw client's `STATUS 200` and body) names
+/// one the receiver's replayed file holds under that key at the scenario's end (effects are
+/// never deleted).
 pub fn responses_name_effects(
     scenario: &str,
     p: &Proc<'_>,
     receiver: Option<&rusqlite::Connection>,
     problems: &mut Problems,
 ) {
-    if p.step.phase != "dispatcher" {
-        return;
-    }
-    for (j, text) in other_lines(p) {
-        let Some(rest) = text.strip_prefix("RESPONSE key ") else {
-            continue;
-        };
-        let mut parts = rest.splitn(4, ' ');
-        let key = parts.next().unwrap_or("");
-        if parts.nth(1) != Some("200") {
-            continue;
+    // (line, the reply's text, the key it was sent with, its body)
+    let mut replies: Vec<(usize, String, Option<String>, String)> = Vec::new();
+    let lines: Vec<(usize, &str)> = other_lines(p).collect();
+    for (n, (j, text)) in lines.iter().enumerate() {
+        match p.step.phase {
+            "dispatcher" => {
+                let Some(rest) = text.strip_prefix("RESPONSE key ") else {
+                    continue;
+                };
+                let mut parts = rest.splitn(4, ' ');
+                let key = parts.next().unwrap_or("").to_string();
+                if parts.nth(1) != Some("200") {
+                    continue;
+                }
+                let body = parts.next().unwrap_or("");
+                let body = body.strip_prefix("replayed ").unwrap_or(body);
+                replies.push((*j, text.to_string(), Some(key), body.to_string()));
+            }
+            "dispatch-post" if *text == "STATUS 200" => {
+                let key = p
+                    .record
+                    .argv
+                    .windows(2)
+                    .find(|w| w[0] == "--key")
+                    .map(|w| w[1].clone());
+                let body = lines[n + 1..]
+                    .iter()
+                    .map(|(_, t)| *t)
+                    .find(|t| t.starts_with('{'))
+                    .unwrap_or("");
+                replies.push((*j, format!("{text} {body}"), key, body.to_string()));
+            }
+            _ => {}
         }
-        let body = parts.next().unwrap_or("");
-        let body = body.strip_prefix("replayed ").unwrap_or(body);
-        let Some(effect) = serde_json::from_str::<serde_json::Value>(body)
+    }
+    for (j, text, key, body) in replies {
+        let Some(effect) = serde_json::from_str::<serde_json::Value>(&body)
             .ok()
             .and_then(|v| v["effect"].as_i64())
         else {
@@ -197,7 +221,7 @@ pub fn responses_name_effects(
             })
             .ok()
         });
-        if stored.as_ref().and_then(|k| k.as_deref()) != Some(key) {
+        if stored.as_ref() != Some(&key) {
             problems.push((
                 p.record.stdout.clone(),
                 format!(
