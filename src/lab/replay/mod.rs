@@ -17,6 +17,16 @@
 //! processes that write one file at the same time (reported, not guessed); statements
 //! that a killed process ran after its last flushed line; wall times and anything else no
 //! statement decides.
+//!
+//! Threads: lab 13's receiver serves requests on several workers, each with its own
+//! connection, all printing to one stdout. A worker waiting for the write lock traces its
+//! `BEGIN IMMEDIATE` inside another worker's transaction (real traces under concurrent
+//! requests do this). Since `BEGIN IMMEDIATE` serializes writers, the statements after such
+//! a BEGIN belong to the transaction that holds the lock, and the waiting one starts when it
+//! ends: the replay queues it so (engine.rs), which reproduces the file exactly. What such a
+//! role's other workers read inside that window, or while a traced COMMIT was not yet
+//! reported, is not judged. In a single-connection role a BEGIN inside an open transaction
+//! is reported as a problem (SQLite refuses it).
 
 mod commits;
 mod compare;
