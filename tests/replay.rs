@@ -208,6 +208,33 @@ fn lab_14_tampers_are_caught_by_the_replay() {
         "after-business.stdout.txt",
         "readback field sender.outbox_sent: recorded 1, the replayed history gives 0",
     );
+    tamper(
+        run,
+        "trace-prefix",
+        "after-business.stdout.txt",
+        "SQL sender SELECT count(*) FROM contracts",
+        "SQM sender SELECT count(*) FROM contracts",
+        "after-business.stdout.txt",
+        "'SQM sender SELECT count(*) FROM contracts' is no line a crashlab role prints",
+    );
+    tamper(
+        run,
+        "failing-read",
+        "after-business.stdout.txt",
+        "FROM outbox WHERE status = 'sent'",
+        "FROM outbax WHERE status = 'sent'",
+        "after-business.stdout.txt",
+        "fails in the replay (no such table: outbax), but the process went on",
+    );
+    tamper(
+        run,
+        "pragma-value",
+        "publish-crash.stdout.txt",
+        "SQL queue PRAGMA synchronous=FULL\nSQL queue PRAGMA foreign_keys=ON",
+        "SQL queue PRAGMA synchronous=OFF\nSQL queue PRAGMA foreign_keys=ON",
+        "publish-crash.stdout.txt",
+        "`PRAGMA synchronous=OFF`: every connection sets synchronous=full",
+    );
     // One row's digest, well-formed but another: the replay names the row.
     let forged = "ab".repeat(32);
     let edit = |text: &str| {

@@ -66,6 +66,9 @@ pub(super) fn receiver(p: &Proc<'_>, say: &mut dyn FnMut(usize, String)) {
             .strip_prefix("applied effect ")
             .and_then(|n| n.parse::<i64>().ok())
         {
+            if status != "200" {
+                say(j, format!("'{text}': an applied effect is answered 200"));
+            }
             let want = (key != "-").then(|| key.to_string());
             if effects.contains_key(&n) {
                 reported.insert(n);
@@ -203,6 +206,31 @@ pub fn responses_name_effects(
                     .map(|(_, t)| *t)
                     .find(|t| t.starts_with('{'))
                     .unwrap_or("");
+                if let Ok(reply) = serde_json::from_str::<serde_json::Value>(body) {
+                    let names = ["key", "effect", "effects"]
+                        .iter()
+                        .any(|f| reply.get(f).is_some());
+                    if names && reply["key"].as_str() != key.as_deref() {
+                        problems.push((
+                            p.record.stdout.clone(),
+                            format!(
+                                "{scenario}/{} line {}: '{body}' names another key than the request's {:?}",
+                                p.step.name,
+                                j + 2,
+                                key
+                            ),
+                        ));
+                    }
+                    effects_of_key(
+                        scenario,
+                        p,
+                        *j + 1,
+                        &reply,
+                        key.as_deref(),
+                        receiver,
+                        problems,
+                    );
+                }
                 replies.push((*j, format!("{text} {body}"), key, body.to_string()));
             }
             _ => {}
@@ -238,5 +266,38 @@ pub fn responses_name_effects(
                 ),
             ));
         }
+    }
+}
+
+/// A raw client's `GET /effect/<key>` reply: `effects` and `ran` against the receiver's
+/// replayed file at the scenario's end (effects only grow, so the reply can be no larger).
+fn effects_of_key(
+    scenario: &str,
+    p: &Proc<'_>,
+    line: usize,
+    reply: &serde_json::Value,
+    key: Option<&str>,
+    receiver: Option<&rusqlite::Connection>,
+    problems: &mut Problems,
+) {
+    let Some(effects) = reply.get("effects").and_then(serde_json::Value::as_i64) else {
+        return;
+    };
+    let at_end: Option<i64> = receiver.and_then(|c| {
+        c.query_row("SELECT count(*) FROM effects WHERE key = ?1", [key], |r| {
+            r.get(0)
+        })
+        .ok()
+    });
+    let ran = reply.get("ran").and_then(serde_json::Value::as_bool);
+    if at_end.is_none_or(|n| effects > n) || ran != Some(effects > 0) {
+        problems.push((
+            p.record.stdout.clone(),
+            format!(
+                "{scenario}/{} line {}: '{reply}', but the receiver's replayed history ends with {at_end:?} effects of key {key:?}",
+                p.step.name,
+                line + 1
+            ),
+        ));
     }
 }
