@@ -214,6 +214,33 @@ fn lab_14_tampers_are_caught_by_the_replay() {
         "after-business.stdout.txt",
         "readback field sender.outbox_sent: recorded 1, the replayed history gives 0",
     );
+    tamper(
+        run,
+        "trace-prefix",
+        "after-business.stdout.txt",
+        "SQL sender SELECT count(*) FROM contracts",
+        "SQM sender SELECT count(*) FROM contracts",
+        "after-business.stdout.txt",
+        "'SQM sender SELECT count(*) FROM contracts' is no line a crashlab role prints",
+    );
+    tamper(
+        run,
+        "failing-read",
+        "after-business.stdout.txt",
+        "FROM outbox WHERE status = 'sent'",
+        "FROM outbax WHERE status = 'sent'",
+        "after-business.stdout.txt",
+        "fails in the replay (no such table: outbax), but the process went on",
+    );
+    tamper(
+        run,
+        "pragma-value",
+        "publish-crash.stdout.txt",
+        "SQL queue PRAGMA synchronous=FULL\nSQL queue PRAGMA foreign_keys=ON",
+        "SQL queue PRAGMA synchronous=OFF\nSQL queue PRAGMA foreign_keys=ON",
+        "publish-crash.stdout.txt",
+        "`PRAGMA synchronous=OFF`: every connection sets synchronous=full",
+    );
     // One row's digest, well-formed but another: the replay names the row.
     let forged = "ab".repeat(32);
     let edit = |text: &str| {
@@ -288,6 +315,16 @@ fn lab_13_tampers_are_caught_by_the_replay() {
         "status 200 {\"effect\":7,",
         dispatch,
         "but the receiver's replayed history holds no effect 7",
+    );
+    let post = "key-conflict/old-request.stdout.txt";
+    tamper(
+        run,
+        "post-effect",
+        post,
+        "{\"effect\":1,",
+        "{\"effect\":5,",
+        post,
+        "but the receiver's replayed history holds no effect 5",
     );
     let recover = "keyed-dispatcher-crash/dispatch-recover.stdout.txt";
     tamper(

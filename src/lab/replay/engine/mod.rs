@@ -10,6 +10,7 @@
 //! role starts its writes with `BEGIN IMMEDIATE`, which holds the file's write lock to the
 //! end of the transaction.
 
+use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
@@ -36,6 +37,9 @@ struct Memory {
     /// (table, rowid) of every row a statement changed since the unit began.
     touched: Arc<Mutex<Vec<(String, i64)>>>,
     foreign_keys: bool,
+    /// The logical digest, kept until a unit runs on the file again: a search for a
+    /// background process's prefix asks for it at every candidate.
+    digest: RefCell<Option<String>>,
 }
 
 /// The replayed databases of one work directory, by file name.
@@ -67,6 +71,7 @@ impl Store {
                 conn,
                 touched,
                 foreign_keys: false,
+                digest: RefCell::new(None),
             },
         );
         Ok(())
@@ -74,6 +79,17 @@ impl Store {
 
     pub fn conn(&self, file: &str) -> Option<&Connection> {
         self.dbs.get(file).map(|m| &m.conn)
+    }
+
+    /// The logical digest of a replayed file (`None`: no statement ran on it yet).
+    pub fn digest(&self, file: &str) -> Option<String> {
+        let memory = self.dbs.get(file)?;
+        let mut cached = memory.digest.borrow_mut();
+        let digest = cached.get_or_insert_with(|| {
+            crate::lab::files::logical_sha256_conn(&memory.conn)
+                .unwrap_or_else(|e| format!("(unreadable: {e:#})"))
+        });
+        Some(digest.clone())
     }
 }
 
@@ -273,6 +289,7 @@ impl Session {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .clear();
+        memory.digest.replace(None);
         let explicit = begin.is_some();
         if explicit {
             if let Err(e) = memory.conn.execute_batch("BEGIN") {

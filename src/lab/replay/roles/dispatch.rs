@@ -66,6 +66,9 @@ pub(super) fn receiver(p: &Proc<'_>, say: &mut dyn FnMut(usize, String)) {
             .strip_prefix("applied effect ")
             .and_then(|n| n.parse::<i64>().ok())
         {
+            if status != "200" {
+                say(j, format!("'{text}': an applied effect is answered 200"));
+            }
             let want = (key != "-").then(|| key.to_string());
             if effects.contains_key(&n) {
                 reported.insert(n);
@@ -163,29 +166,78 @@ pub(super) fn dispatcher(p: &Proc<'_>, say: &mut dyn FnMut(usize, String)) {
     }
 }
 
-/// Lab 13 across processes: a dispatcher's `RESPONSE key K status 200 {"effect":N,…}` names
-/// an effect the receiver's replayed file holds under key K at the scenario's end.
+/// Lab 13 across processes: a reply with status 200 that names an effect (a dispatcher's
+/// `RESPONSE key K status 200 {"effect":N,…}`, a raw client's `STATUS 200` and body) names
+/// one the receiver's replayed file holds under that key at the scenario's end (effects are
+/// never deleted).
 pub fn responses_name_effects(
     scenario: &str,
     p: &Proc<'_>,
     receiver: Option<&rusqlite::Connection>,
     problems: &mut Problems,
 ) {
-    if p.step.phase != "dispatcher" {
-        return;
-    }
-    for (j, text) in other_lines(p) {
-        let Some(rest) = text.strip_prefix("RESPONSE key ") else {
-            continue;
-        };
-        let mut parts = rest.splitn(4, ' ');
-        let key = parts.next().unwrap_or("");
-        if parts.nth(1) != Some("200") {
-            continue;
+    // (line, the reply's text, the key it was sent with, its body)
+    let mut replies: Vec<(usize, String, Option<String>, String)> = Vec::new();
+    let lines: Vec<(usize, &str)> = other_lines(p).collect();
+    for (n, (j, text)) in lines.iter().enumerate() {
+        match p.step.phase {
+            "dispatcher" => {
+                let Some(rest) = text.strip_prefix("RESPONSE key ") else {
+                    continue;
+                };
+                let mut parts = rest.splitn(4, ' ');
+                let key = parts.next().unwrap_or("").to_string();
+                if parts.nth(1) != Some("200") {
+                    continue;
+                }
+                let body = parts.next().unwrap_or("");
+                let body = body.strip_prefix("replayed ").unwrap_or(body);
+                replies.push((*j, text.to_string(), Some(key), body.to_string()));
+            }
+            "dispatch-post" if *text == "STATUS 200" => {
+                let key = p
+                    .record
+                    .argv
+                    .windows(2)
+                    .find(|w| w[0] == "--key")
+                    .map(|w| w[1].clone());
+                let body = lines[n + 1..]
+                    .iter()
+                    .map(|(_, t)| *t)
+                    .find(|t| t.starts_with('{'))
+                    .unwrap_or("");
+                if let Ok(reply) = serde_json::from_str::<serde_json::Value>(body) {
+                    let names = ["key", "effect", "effects"]
+                        .iter()
+                        .any(|f| reply.get(f).is_some());
+                    if names && reply["key"].as_str() != key.as_deref() {
+                        problems.push((
+                            p.record.stdout.clone(),
+                            format!(
+                                "{scenario}/{} line {}: '{body}' names another key than the request's {:?}",
+                                p.step.name,
+                                j + 2,
+                                key
+                            ),
+                        ));
+                    }
+                    effects_of_key(
+                        scenario,
+                        p,
+                        *j + 1,
+                        &reply,
+                        key.as_deref(),
+                        receiver,
+                        problems,
+                    );
+                }
+                replies.push((*j, format!("{text} {body}"), key, body.to_string()));
+            }
+            _ => {}
         }
-        let body = parts.next().unwrap_or("");
-        let body = body.strip_prefix("replayed ").unwrap_or(body);
-        let Some(effect) = serde_json::from_str::<serde_json::Value>(body)
+    }
+    for (j, text, key, body) in replies {
+        let Some(effect) = serde_json::from_str::<serde_json::Value>(&body)
             .ok()
             .and_then(|v| v["effect"].as_i64())
         else {
@@ -197,7 +249,7 @@ pub fn responses_name_effects(
             })
             .ok()
         });
-        if stored.as_ref().and_then(|k| k.as_deref()) != Some(key) {
+        if stored.as_ref() != Some(&key) {
             problems.push((
                 p.record.stdout.clone(),
                 format!(
@@ -214,5 +266,38 @@ pub fn responses_name_effects(
                 ),
             ));
         }
+    }
+}
+
+/// A raw client's `GET /effect/<key>` reply: `effects` and `ran` against the receiver's
+/// replayed file at the scenario's end (effects only grow, so the reply can be no larger).
+fn effects_of_key(
+    scenario: &str,
+    p: &Proc<'_>,
+    line: usize,
+    reply: &serde_json::Value,
+    key: Option<&str>,
+    receiver: Option<&rusqlite::Connection>,
+    problems: &mut Problems,
+) {
+    let Some(effects) = reply.get("effects").and_then(serde_json::Value::as_i64) else {
+        return;
+    };
+    let at_end: Option<i64> = receiver.and_then(|c| {
+        c.query_row("SELECT count(*) FROM effects WHERE key = ?1", [key], |r| {
+            r.get(0)
+        })
+        .ok()
+    });
+    let ran = reply.get("ran").and_then(serde_json::Value::as_bool);
+    if at_end.is_none_or(|n| effects > n) || ran != Some(effects > 0) {
+        problems.push((
+            p.record.stdout.clone(),
+            format!(
+                "{scenario}/{} line {}: '{reply}', but the receiver's replayed history ends with {at_end:?} effects of key {key:?}",
+                p.step.name,
+                line + 1
+            ),
+        ));
     }
 }
