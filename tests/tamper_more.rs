@@ -179,8 +179,15 @@ fn with_amount(text: &str) -> bool {
 }
 
 fn chaos_tampers(run: &Path) -> Vec<Tamper> {
-    let applied = log(run, "consumer-c1", with_amount);
-    let other = log(run, "consumer-c2", with_amount);
+    // Which consumer applied what is up to the scheduler: take one that applied something,
+    // and a log of the other that claims under its own id.
+    let applied = log(run, "consumer-c", with_amount);
+    let other_prefix = if applied.starts_with("logs/consumer-c1.") {
+        "consumer-c2"
+    } else {
+        "consumer-c1"
+    };
+    let other = log(run, other_prefix, |t| t.contains("claimed_by = '"));
     let sender = log(run, "sender", |t| t.contains("INSERT INTO contracts("));
     vec![
         tamper(

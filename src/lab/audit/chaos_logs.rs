@@ -214,6 +214,20 @@ pub(super) fn check_processes(
         for text in preparer.check(&stdout) {
             problems.push((Which::Stdout, text));
         }
+        // Every line is one a role prints (the replay's list of kinds): a line whose first
+        // word was altered would drop out of every check above unseen.
+        let unknown = stdout.lines().enumerate().find(|(_, l)| {
+            let word = l.split(' ').next().unwrap_or("");
+            !(word == "SQL"
+                || word == "COMMITTED"
+                || crate::lab::replay::lines::KINDS.contains(&word))
+        });
+        if let Some((index, line)) = unknown {
+            problems.push((
+                Which::Stdout,
+                format!("line {}: '{line}' is not a line a role prints", index + 1),
+            ));
+        }
         for text in seeded_amounts(&stdout, &amounts)
             .into_iter()
             .take(AMOUNT_PROBLEMS_MAX)

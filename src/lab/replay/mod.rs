@@ -31,7 +31,7 @@
 mod commits;
 mod compare;
 mod engine;
-mod lines;
+pub(crate) mod lines;
 mod load;
 mod roles;
 mod trace;
