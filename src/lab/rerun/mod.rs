@@ -106,6 +106,9 @@ fn rerun_and_compare(dir: &Path, recorded: &runner::Recorded) -> Result<Report> 
         ),
     }
     let mut not_compared = Vec::new();
+    if recorded.kind == Kind::Driver {
+        not_compared.push(scope::PICTURES_NOT_COMPARED.to_string());
+    }
     if recorded.kind == Kind::Chaos {
         not_compared.push(scope::CHAOS_NOT_COMPARED.to_string());
         if let Ok(text) = runner::read_plain(&dir.join("chaos.json")) {

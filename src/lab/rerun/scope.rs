@@ -42,6 +42,15 @@ pub const CHAOS_SEEDED: &[&str] = &[
 /// Why a chaos file is not compared.
 pub const CHAOS_NOT_COMPARED: &str = "logs/, kills.json, database-files.json, db/, manifest.json and processes.json's processes (which process a seeded kill hits, and so every later line, row and restart, depends on timing)";
 
+/// Why the pictures are not compared.
+pub const PICTURES_NOT_COMPARED: &str = "timeline.svg and report.html (drawn from the records compared here, with their wall times; the offline audit redraws them byte for byte)";
+
+/// A driver run's pictures, in DIR or a scenario's directory.
+pub fn is_picture(rel: &str) -> bool {
+    let name = rel.rsplit('/').next().unwrap_or(rel);
+    name == "timeline.svg" || name == "report.html"
+}
+
 /// The files SQLite keeps beside a database.
 const SIDE_SUFFIXES: &[&str] = &["-wal", "-shm", "-journal"];
 
@@ -76,6 +85,12 @@ impl Scope {
     }
 
     pub fn rule(&self, rel: &str) -> Rule {
+        // The pictures are drawn from the records (their labels carry wall times); the
+        // offline audit redraws them from the records byte for byte, and the records are
+        // compared here.
+        if is_picture(rel) {
+            return Rule::Skip;
+        }
         // A kept database's side file, under the driver's or chaos's `db/` or under an
         // explore case's `…/db/`.
         let in_db = rel.starts_with("db/") || rel.contains("/db/");
