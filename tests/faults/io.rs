@@ -61,17 +61,19 @@ fn a_failed_stdout_write_ends_the_role_with_74() {
 }
 
 /// Run with stdout a pipe whose reader is gone before anything is written (`| head -0`).
+/// Run with a stdout whose reading end is closed before the child starts, so its first write
+/// meets EPIPE whatever the timing (closing it after the spawn races a fast command).
 fn closed_stdout(dir: &Path, line: &str) -> Output {
-    let mut child = Command::new(BIN)
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    Command::new(BIN)
         .args(w(line))
         .current_dir(dir)
         .stdin(Stdio::null())
-        .stdout(Stdio::piped())
+        .stdout(writer)
         .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    drop(child.stdout.take());
-    child.wait_with_output().unwrap()
+        .output()
+        .unwrap()
 }
 
 #[test]
