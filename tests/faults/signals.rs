@@ -108,3 +108,62 @@ fn sigterm_to_chaos_kills_its_children_and_removes_what_it_wrote() {
         |d| files_under(&d.join("out.partial/logs")) >= 6,
     );
 }
+
+/// The one entry of `dir` whose name starts with `prefix`, if any.
+fn entry_starting(dir: &Path, prefix: &str) -> Option<std::path::PathBuf> {
+    fs::read_dir(dir)
+        .ok()?
+        .flatten()
+        .find(|e| e.file_name().to_string_lossy().starts_with(prefix))
+        .map(|e| e.path())
+}
+
+#[test]
+fn sigterm_to_audit_rerun_stops_the_rerun_and_removes_its_temporary_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let tmp = dir.path().join("tmp");
+    fs::create_dir(&tmp).unwrap();
+    let made = crashlab(dir.path(), &w("driver 13 --out run"));
+    assert_eq!(code(&made), 0, "{}", stdout(&made));
+    let mark = format!("faults-rerun-{}", std::process::id());
+    let mut child = Command::new(BIN)
+        .args(w("audit --rerun run"))
+        .current_dir(dir.path())
+        .env("TMPDIR", &tmp)
+        .env("CRASHLAB_TEST_MARK", &mark)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Halfway: the rerun's driver has written 20 files of its evidence.
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let partial = entry_starting(&tmp, "crashlab-rerun-").map(|t| t.join("run/run.partial"));
+        if partial.is_some_and(|p| files_under(&p) >= 20) {
+            break;
+        }
+        assert!(child.try_wait().unwrap().is_none(), "the rerun ended first");
+        assert!(Instant::now() < deadline, "the rerun never got halfway");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    // SAFETY: kill has no memory effects; the child is ours and not reaped.
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.signal(), None, "handled, not killed by it");
+    assert_eq!(code(&out), 130, "{}", stderr(&out));
+    let said = one_line(&out);
+    assert!(
+        said.starts_with("crashlab: interrupted by SIGTERM"),
+        "{said}"
+    );
+    let left: Vec<String> = fs::read_dir(&tmp)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(left.is_empty(), "the rerun left {left:?} in TMPDIR");
+    assert!(
+        marked_processes(&mark).is_empty(),
+        "a child outlived the rerun"
+    );
+}
