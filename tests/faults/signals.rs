@@ -43,10 +43,10 @@ fn interrupt(line: &str, signal: i32, halfway: impl Fn(&Path) -> bool) {
         "{line}: handled, not killed by it"
     );
     assert_eq!(code(&out), 130, "{line}: {}", stderr(&out));
-    let name = if signal == libc::SIGINT {
-        "SIGINT"
-    } else {
-        "SIGTERM"
+    let name = match signal {
+        libc::SIGINT => "SIGINT",
+        libc::SIGHUP => "SIGHUP",
+        _ => "SIGTERM",
     };
     let said = one_line(&out);
     assert!(
@@ -98,6 +98,45 @@ fn sigint_to_explore_kills_its_children_and_removes_what_it_wrote() {
         libc::SIGINT,
         |d| files_under(&d.join("out.partial/cases")) >= 40,
     );
+}
+
+#[test]
+fn sighup_to_explore_kills_its_children_and_removes_what_it_wrote() {
+    // A closed terminal or a dropped ssh session: the work directories in /dev/shm hold RAM.
+    interrupt(
+        "explore 14 --out out --work-dir wd --jobs 2",
+        libc::SIGHUP,
+        |d| files_under(&d.join("out.partial/cases")) >= 40,
+    );
+}
+
+#[test]
+fn under_nohup_sighup_leaves_the_run_going() {
+    // nohup sets SIGHUP to ignored: the run must keep that, not catch it.
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = Command::new("nohup")
+        .arg(BIN)
+        .args(w("driver 13 --out out"))
+        .current_dir(dir.path())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while files_under(&dir.path().join("out.partial")) < 20 {
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the driver ended first"
+        );
+        assert!(Instant::now() < deadline, "the driver never got halfway");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    // SAFETY: kill has no memory effects; the child is ours and not reaped.
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGHUP) };
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(dir.path().join("out/manifest.json").is_file());
 }
 
 #[test]
