@@ -1,4 +1,5 @@
-//! SIGINT and SIGTERM for the commands that run children (driver, explore, chaos, bench).
+//! SIGINT, SIGTERM and SIGHUP for the commands that run children (driver, explore, chaos,
+//! bench, audit --rerun).
 //!
 //! The handlers (signal-hook) only record the signal and write a byte to a self-pipe; the
 //! byte is never read, so the pipe stays readable and every wait that polls it (a child's
@@ -21,10 +22,23 @@ static CAUGHT: AtomicUsize = AtomicUsize::new(0);
 /// The self-pipe's read end; never read.
 static WAKE: OnceLock<UnixStream> = OnceLock::new();
 
-/// The signals a run turns into a clean stop.
-pub const SIGNALS: [libc::c_int; 2] = [libc::SIGINT, libc::SIGTERM];
+/// The signals a run turns into a clean stop. SIGHUP is a closed terminal or a dropped ssh
+/// session: without it the run dies and its work directories (RAM, under /dev/shm) stay.
+pub const SIGNALS: [libc::c_int; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
 
-/// Catch SIGINT and SIGTERM for the rest of this process (idempotent).
+/// Is `signal` ignored as this process inherited it? `nohup` ignores SIGHUP so that a run
+/// outlives its terminal: a handler must not undo that.
+fn inherited_ignored(signal: libc::c_int) -> bool {
+    // SAFETY: a zeroed sigaction is a valid out-parameter; a null new action only reads.
+    unsafe {
+        let mut old: libc::sigaction = std::mem::zeroed();
+        libc::sigaction(signal, std::ptr::null(), &mut old) == 0
+            && old.sa_sigaction == libc::SIG_IGN
+    }
+}
+
+/// Catch SIGINT, SIGTERM and SIGHUP for the rest of this process (idempotent); SIGHUP only
+/// when it was not inherited as ignored.
 pub fn catch() -> Result<()> {
     if WAKE.get().is_some() {
         return Ok(());
@@ -32,6 +46,9 @@ pub fn catch() -> Result<()> {
     let (read, write) = UnixStream::pair()?;
     read.set_nonblocking(true)?;
     for signal in SIGNALS {
+        if signal == libc::SIGHUP && inherited_ignored(signal) {
+            continue;
+        }
         signal_hook::flag::register_usize(signal, &CAUGHT, signal as usize)?;
         signal_hook::low_level::pipe::register(signal, write.try_clone()?)?;
     }
@@ -53,11 +70,12 @@ pub fn wake_fd() -> Option<RawFd> {
     WAKE.get().map(AsRawFd::as_raw_fd)
 }
 
-/// `SIGINT`, `SIGTERM`.
+/// `SIGINT`, `SIGTERM`, `SIGHUP`.
 pub fn name(signal: libc::c_int) -> &'static str {
     match signal {
         libc::SIGINT => "SIGINT",
         libc::SIGTERM => "SIGTERM",
+        libc::SIGHUP => "SIGHUP",
         _ => "a signal",
     }
 }

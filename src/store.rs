@@ -202,6 +202,16 @@ pub fn rows<T>(
 
 /// Turn SQLite's errors about the file itself into one line that names the file.
 pub fn explain(error: rusqlite::Error, db: &str, shown: &str) -> anyhow::Error {
+    // A value SQLite stored but the lab cannot read as its schema says (text that is not
+    // UTF-8, text in an integer column) was not written by crashlab: bad input, not a failure.
+    if let rusqlite::Error::Utf8Error(..)
+    | rusqlite::Error::InvalidColumnType(..)
+    | rusqlite::Error::FromSqlConversionFailure(..) = error
+    {
+        return fail::usage(format!(
+            "{db} database {shown} is corrupt or foreign: it holds a value the lab cannot read ({error})"
+        ));
+    }
     match error.sqlite_error_code() {
         Some(ErrorCode::NotADatabase) => {
             fail::usage(format!("{db} database {shown} is not a SQLite database"))

@@ -128,3 +128,26 @@ fn a_read_only_sender_is_refused_before_the_queue_is_touched() {
     );
     assert_eq!(sha(&db), before);
 }
+
+/// A value SQLite stores but the lab cannot read (text that is not UTF-8, an integer column
+/// holding text) is a corrupt or foreign file: exit 2 and one line naming it, never exit 1.
+#[test]
+fn a_value_the_lab_cannot_read_is_bad_input_exit_2() {
+    for (edit, line) in [
+        (
+            "UPDATE outbox SET message_id = CAST(X'FF' AS TEXT)",
+            PUBLISH,
+        ),
+        ("UPDATE outbox SET amount = 'x'", PUBLISH),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        sender(dir.path());
+        let db = rusqlite::Connection::open(dir.path().join("sender.db")).unwrap();
+        db.execute_batch(edit).unwrap();
+        drop(db);
+        let out = run(dir.path(), line);
+        assert_eq!(code(&out), 2, "{edit}: {}", stderr(&out));
+        let said = one_line(&out);
+        assert!(said.contains("sender database sender.db"), "{edit}: {said}");
+    }
+}

@@ -223,6 +223,29 @@ fn lab14_tampers() -> Vec<Tamper> {
         tamper("results: steps reordered", &[R], false, |d| {
             edit_json(d, R, |v| v["steps"].as_array_mut().unwrap().swap(4, 5))
         }),
+        // A field no run writes: a reader would take it for part of the record.
+        tamper("results: a top-level field added", &[R], false, |d| {
+            edit_json(d, R, |v| v["verdict"] = json!("FAIL"))
+        }),
+        tamper("results: a field added to a step", &[R], false, |d| {
+            edit_json(d, R, |v| {
+                result(v, "consume-crash")["note"] = json!("the ledger lost a credit")
+            })
+        }),
+        tamper("processes: a top-level field added", &[P], false, |d| {
+            edit_json(d, P, |v| v["note"] = json!("synchronous was off"))
+        }),
+        tamper("processes: a field added to a process", &[P], false, |d| {
+            edit_json(d, P, |v| {
+                process(v, "business-crash")["note"] = json!("the sender lost data")
+            })
+        }),
+        tamper("processes: a field added to git", &[P], false, |d| {
+            edit_json(d, P, |v| v["git"]["branch"] = json!("main"))
+        }),
+        tamper("manifest: a field added", &["manifest.json"], false, |d| {
+            edit_json(d, "manifest.json", |v| v["verdict"] = json!("FAIL"))
+        }),
         // processes.json.
         tamper(
             "processes: pragmas synchronous full -> off",

@@ -285,6 +285,9 @@ fn chaos_tampers(run: &Path) -> Vec<Tamper> {
                 v[0]["bytes"] = json!(v[0]["bytes"].as_u64().unwrap() + 4096)
             })
         }),
+        tamper("chaos report: a field added", &[C], false, |d| {
+            edit_json(d, C, |v| v["verdict"] = json!("2 effects lost"))
+        }),
         tamper("chaos report: kills_done", &[C], false, |d| {
             edit_json(d, C, |v| {
                 v["kills_done"] = json!(v["kills_done"].as_u64().unwrap() + 1)

@@ -17,8 +17,13 @@ pub const DATABASE_FILES: &str = "database-files.json";
 pub const RESULTS: &str = "results.json";
 pub const MANIFEST: &str = "manifest.json";
 
+// Every record read back refuses a field it does not know (`deny_unknown_fields`): the audit
+// re-derives the fields it knows, and a field added by hand ("verdict": "FAIL") would
+// otherwise pass it unread while a reader takes it for part of the record.
+
 /// One process the driver ran.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Process {
     pub scenario: String,
     pub step: String,
@@ -37,6 +42,7 @@ pub struct Process {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Git {
     pub commit: String,
     pub dirty: bool,
@@ -44,6 +50,7 @@ pub struct Git {
 
 /// `processes.json`: the processes and what reproduces the run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Processes {
     pub lab: String,
     pub crashlab_version: String,
@@ -61,6 +68,7 @@ pub struct Processes {
 
 /// One row of `results.json`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct StepResult {
     pub scenario: String,
     pub step: String,
@@ -71,6 +79,7 @@ pub struct StepResult {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Results {
     pub lab: String,
     pub ok: bool,
@@ -78,6 +87,7 @@ pub struct Results {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Manifest {
     pub sources: BTreeMap<String, String>,
     pub files: BTreeMap<String, String>,

@@ -197,6 +197,22 @@ fn report_fields(
         expected.push(("ok", json!(problems.is_empty())));
         expected.push(("problems", json!(problems)));
     }
+    // A field the run never writes is a claim no check reads: refused. `wall_ms` is
+    // attested, `check` compared in `claims`, `ok` and `problems` above when the
+    // databases could be read.
+    let known: Vec<&str> = expected
+        .iter()
+        .map(|(key, _)| *key)
+        .chain(["wall_ms", "check", "ok", "problems"])
+        .collect();
+    for key in chaos.as_object().into_iter().flat_map(|m| m.keys()) {
+        if !known.contains(&key.as_str()) {
+            report.problem(
+                CHAOS,
+                format!("field {key} is not one a chaos run writes (nothing may be slipped in)"),
+            );
+        }
+    }
     for (key, value) in expected {
         if chaos[key] != value {
             report.problem(

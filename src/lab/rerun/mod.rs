@@ -20,7 +20,7 @@ pub mod tree;
 use std::path::Path;
 use std::time::Instant;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use serde::Serialize;
 
 use crate::fail;
@@ -210,6 +210,9 @@ pub fn run(dir: &Path, json: bool, strict_sources: bool) -> Result<i32> {
         return Err(fail::usage(format!("{} does not exist", dir.display())));
     }
     let recorded = runner::recorded(dir)?;
+    // SIGINT or SIGTERM stops the rerun cleanly (runner::wait_then_stop): without a handler
+    // this process would die at once and leave the temporary directory behind.
+    crate::interrupt::catch().context("catching SIGINT and SIGTERM")?;
     runner::outside(&std::env::temp_dir(), dir)?;
     if json {
         let audited = audit::audit(dir, strict_sources);

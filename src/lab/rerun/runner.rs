@@ -4,7 +4,7 @@
 
 use std::fs;
 use std::path::{Component, Path, PathBuf};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use clap::Parser;
@@ -282,14 +282,16 @@ pub fn rerun(recorded: &Recorded, dir: &Path) -> Result<Rerun> {
     let exe = std::env::current_exe().context("locating the crashlab binary")?;
     let stdout = temp.path().join("rerun.stdout.txt");
     let stderr = temp.path().join("rerun.stderr.txt");
-    let ended = process::run(
-        &exe,
-        &recorded.command[1..],
-        &cwd,
-        &stdout,
-        &stderr,
-        recorded.timeout,
-    )?;
+    let started = process::spawn(&exe, &recorded.command[1..], &cwd, &stdout, &stderr)?;
+    let ended = match wait_then_stop(&started, recorded.timeout)? {
+        Stopped::Ended(ended) => ended,
+        Stopped::Interrupted(signal) => {
+            // The rerun ended its own children and work directories on SIGTERM; what is
+            // left of it is in the temporary directory, removed before the last word.
+            let _ = temp.close();
+            return Err(crate::interrupt::finish(signal, None));
+        }
+    };
     let out = match &recorded.out {
         Some(out) => Some(cwd.join(out)),
         // The default output: the one directory the run made under target/lab/.
@@ -320,6 +322,59 @@ pub fn rerun(recorded: &Recorded, dir: &Path) -> Result<Rerun> {
         ended,
         stderr_first,
     })
+}
+
+/// How long a rerun that was asked to stop (SIGTERM) has to remove its work directories and
+/// its `.partial` before SIGKILL.
+const STOP_GRACE: Duration = Duration::from_secs(20);
+/// How often the wait looks at the child and the interrupt flag.
+const POLL: Duration = Duration::from_millis(10);
+
+enum Stopped {
+    Ended(process::Ended),
+    /// SIGINT or SIGTERM reached `audit --rerun`; the rerun was stopped and reaped.
+    Interrupted(libc::c_int),
+}
+
+/// Wait for the rerun at most `timeout`. Past it, or once `audit --rerun` is interrupted, the
+/// rerun gets SIGTERM first: it is a crashlab run that then kills its children and removes
+/// its work directories (in TMPDIR, or /dev/shm for explore), which SIGKILL would leave
+/// behind. SIGKILL only after STOP_GRACE.
+fn wait_then_stop(started: &process::Started, timeout: Duration) -> Result<Stopped> {
+    let deadline = started.started + timeout;
+    let mut term_sent: Option<Instant> = None;
+    let mut kill_sent: Option<Instant> = None;
+    // Bounded: the deadline, then STOP_GRACE, then STOP_GRACE again for SIGKILL to land.
+    let rounds_max = (timeout + 2 * STOP_GRACE).as_millis() / POLL.as_millis() + 2;
+    for _ in 0..rounds_max {
+        let why = crate::interrupt::caught();
+        if let Some(ended) = process::poll_exit(started)? {
+            return Ok(match why {
+                Some(signal) => Stopped::Interrupted(signal),
+                None => Stopped::Ended(process::Ended {
+                    timed_out: term_sent.is_some(),
+                    ..ended
+                }),
+            });
+        }
+        let now = Instant::now();
+        if term_sent.is_none() && (why.is_some() || now >= deadline) {
+            // SAFETY: kill has no memory effects; the pid is unreaped, so still ours.
+            unsafe { libc::kill(started.pid, libc::SIGTERM) };
+            term_sent = Some(now);
+        }
+        if kill_sent.is_none() && term_sent.is_some_and(|t| now.duration_since(t) >= STOP_GRACE) {
+            // SAFETY: as above.
+            unsafe { libc::kill(started.pid, libc::SIGKILL) };
+            kill_sent = Some(now);
+        }
+        std::thread::sleep(POLL);
+    }
+    anyhow::bail!(
+        "the rerun (pid {}) did not end within {} ms of SIGKILL",
+        started.pid,
+        STOP_GRACE.as_millis()
+    )
 }
 
 #[cfg(test)]
