@@ -231,6 +231,7 @@ fn execute(
                         &dir.join(&stderr_rel),
                         timeout,
                     )?;
+                    io_failure(&scenario.name, step, &ended, &dir.join(&stderr_rel))?;
                     slots[index] = Some(ctx.finish(step, &ended, &mut readbacks));
                 }
                 Some(background) => {
@@ -379,6 +380,22 @@ fn execute(
     report::write(dir)?;
     evidence::write_manifest(dir)?;
     Ok(run)
+}
+
+/// A step that ended with an I/O error (exit 74: a full disk, a file past its size limit)
+/// says nothing about the protocol: every later step would fail for the same reason and the
+/// table would read as a broken design. The run stops here, naming the step and its error.
+fn io_failure(scenario: &str, step: &Step, ended: &process::Ended, stderr: &Path) -> Result<()> {
+    if ended.exit != fail::EXIT_IOERR {
+        return Ok(());
+    }
+    let said = fs::read_to_string(stderr).unwrap_or_default();
+    let said = said.lines().next().unwrap_or("no message").trim();
+    let said = said.strip_prefix("crashlab: ").unwrap_or(said);
+    Err(fail::io(format!(
+        "step {scenario}/{} ended with an I/O error (exit 74: {said}); is the work directory's or the evidence directory's disk full?",
+        step.name
+    )))
 }
 
 /// What finishing a step needs to know of its scenario.

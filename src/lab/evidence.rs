@@ -255,13 +255,56 @@ pub fn git_state(checkout: &Path) -> Option<Git> {
 /// all after a process crash and after a power loss alike.
 pub fn publish(partial: &Path, out: &Path) -> Result<()> {
     sync_tree(partial)?;
-    fs::rename(partial, out)
-        .with_context(|| format!("moving {} to {}", partial.display(), out.display()))?;
+    rename_noreplace(partial, out)?;
     let parent = match out.parent() {
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),
     };
     sync_path(parent)
+}
+
+/// Rename without ever replacing: a name that appeared at `out` while the run wrote (the run
+/// refused an existing one at its start) is refused, and the evidence stays in `partial`.
+fn rename_noreplace(partial: &Path, out: &Path) -> Result<()> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = |p: &Path| std::ffi::CString::new(p.as_os_str().as_bytes());
+    let (Ok(from), Ok(to)) = (c(partial), c(out)) else {
+        anyhow::bail!("{} holds a NUL byte", out.display());
+    };
+    // SAFETY: both pointers are NUL-terminated strings that outlive the call.
+    let r = unsafe {
+        libc::renameat2(
+            libc::AT_FDCWD,
+            from.as_ptr(),
+            libc::AT_FDCWD,
+            to.as_ptr(),
+            libc::RENAME_NOREPLACE,
+        )
+    };
+    if r == 0 {
+        return Ok(());
+    }
+    let mut err = std::io::Error::last_os_error();
+    if err.raw_os_error() == Some(libc::EINVAL) && !out.exists() {
+        // A file system without RENAME_NOREPLACE: the check and the rename are two steps.
+        match fs::rename(partial, out) {
+            Ok(()) => return Ok(()),
+            Err(e) => err = e,
+        }
+    }
+    if err.raw_os_error() == Some(libc::EEXIST) || err.raw_os_error() == Some(libc::ENOTEMPTY) {
+        return Err(crate::fail::usage(format!(
+            "{} appeared while the run wrote; the evidence is in {} (evidence is never overwritten)",
+            out.display(),
+            partial.display()
+        )));
+    }
+    Err(anyhow::Error::new(err).context(format!(
+        "moving {} to {}; the evidence is in {}",
+        partial.display(),
+        out.display(),
+        partial.display()
+    )))
 }
 
 fn sync_path(path: &Path) -> Result<()> {

@@ -133,3 +133,18 @@ fn chaos_on_a_full_disk_stops_after_repeated_failed_starts_and_names_the_cause()
         "work directory removed"
     );
 }
+
+#[test]
+fn a_full_disk_under_the_driver_stops_the_run_with_74_not_a_failed_table() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = size_limited(dir.path(), "driver 14 --out run", 16 * 1024)
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 74, "{}", stdout(&out));
+    let said = one_line(&out);
+    assert!(said.contains("ended with an I/O error (exit 74"), "{said}");
+    assert!(said.contains("disk full"), "{said}");
+    // Not a protocol verdict: no table claims that the design failed.
+    assert!(!stdout(&out).contains("FAIL:"), "{}", stdout(&out));
+    assert!(!dir.path().join("run").exists());
+}
