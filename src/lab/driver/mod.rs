@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 
-use crate::crash::{self, Mode};
+use crate::crash::Mode;
 use crate::fail;
 use crate::lab::check::check;
 use crate::lab::evidence::{self, Process, Processes, Results, StepResult};
@@ -34,99 +34,10 @@ pub struct Options {
 /// The largest step timeout accepted: a step is milliseconds of work.
 pub const STEP_TIMEOUT_MS_MAX: u64 = 600_000;
 
-/// Apply `--move-crash` to the scenarios; every error is a usage error naming the move.
-pub fn apply_moves(lab: &Lab, scenarios: &mut [Scenario], moves: &[String]) -> Result<()> {
-    for spec in moves {
-        let (name, point) = spec.split_once('=').ok_or_else(|| {
-            fail::usage(format!(
-                "--move-crash {spec}: expected STEP=POINT[@N] or STEP=none"
-            ))
-        })?;
-        // `SCENARIO/STEP` names one step; a bare `STEP` every step of that name.
-        let (only, step_name) = match name.split_once('/') {
-            Some((scenario, step)) => (Some(scenario), step),
-            None => (None, name),
-        };
-        let matching: Vec<&mut crate::lab::scenario::Step> = scenarios
-            .iter_mut()
-            .filter(|s| only.is_none_or(|o| o == s.name))
-            .flat_map(|s| s.steps.iter_mut())
-            .filter(|s| s.name == step_name)
-            .collect();
-        if matching.is_empty() {
-            return Err(fail::usage(format!(
-                "--move-crash {spec}: lab {} has no step '{name}'",
-                lab.id
-            )));
-        }
-        for step in matching {
-            if point == "none" {
-                // No crash: the step runs to its end and must exit 0 (results.json says so).
-                step.crash = None;
-                step.expected_exit = fail::EXIT_OK;
-                continue;
-            }
-            if !lab.points.iter().any(|p| p.phase() == step.phase) {
-                return Err(fail::usage(format!(
-                    "--move-crash {spec}: step {name} runs {}, which has no crash points",
-                    step.phase
-                )));
-            }
-            crash::parse(point, lab.points, Some(step.phase))?;
-            step.crash = Some(point.to_string());
-        }
-    }
-    Ok(())
-}
+mod args;
+mod table;
 
-/// A path a user gave, refused when it exists; its `.partial` sibling is where the run writes
-/// until it is complete, so the final directory appears whole or not at all.
-pub fn claim_out(out: &Path) -> Result<PathBuf> {
-    if out.exists() {
-        return Err(fail::usage(format!(
-            "output directory {} already exists; choose a new one (evidence is never overwritten)",
-            out.display()
-        )));
-    }
-    let name = out
-        .file_name()
-        .ok_or_else(|| fail::usage(format!("output directory {} has no name", out.display())))?;
-    let partial = out.with_file_name(format!("{}.partial", name.to_string_lossy()));
-    if partial.exists() {
-        return Err(fail::usage(format!(
-            "{} exists: another run is writing there, or one was interrupted (remove it)",
-            partial.display()
-        )));
-    }
-    // A parent that is a file (`--out afile/sub`) is bad input, said before anything is made.
-    if let Some(file) = out.ancestors().skip(1).find(|a| a.is_file()) {
-        return Err(fail::usage(format!(
-            "output directory {}: {} is a file, not a directory",
-            out.display(),
-            file.display()
-        )));
-    }
-    if let Some(parent) = out.parent().filter(|p| !p.as_os_str().is_empty()) {
-        fs::create_dir_all(parent).map_err(|e| out_error(e, parent))?;
-    }
-    fs::create_dir(&partial).map_err(|e| out_error(e, &partial))?;
-    Ok(partial)
-}
-
-/// A directory for the output that cannot be made: a path the user may not write or that
-/// names no directory is bad input (exit 2); anything else (a full disk) an I/O error (74).
-fn out_error(error: std::io::Error, path: &Path) -> anyhow::Error {
-    use std::io::ErrorKind;
-    let message = format!("creating {}: {error}", path.display());
-    match error.kind() {
-        ErrorKind::PermissionDenied
-        | ErrorKind::ReadOnlyFilesystem
-        | ErrorKind::NotADirectory
-        | ErrorKind::AlreadyExists
-        | ErrorKind::InvalidFilename => fail::usage(message),
-        _ => fail::io(message),
-    }
-}
+pub use args::{apply_moves, claim_out, default_out, utc_stamp};
 
 pub struct Run {
     pub processes: Processes,
@@ -172,7 +83,7 @@ pub fn run(lab: &Lab, options: &Options) -> Result<i32> {
         }
     };
     evidence::publish(&partial, &options.out)?;
-    print_report(lab, &run, &scenarios, options);
+    table::print_report(lab, &run, &scenarios, options);
     Ok(if run.results.ok {
         fail::EXIT_OK
     } else {
@@ -382,9 +293,8 @@ fn execute(
     Ok(run)
 }
 
-/// A step that ended with an I/O error (exit 74: a full disk, a file past its size limit)
-/// says nothing about the protocol: every later step would fail for the same reason and the
-/// table would read as a broken design. The run stops here, naming the step and its error.
+/// A step that ended with an I/O error (exit 74: a full disk) says nothing about the protocol,
+/// and every later step would fail for it too: the run stops here, naming the step.
 fn io_failure(scenario: &str, step: &Step, ended: &process::Ended, stderr: &Path) -> Result<()> {
     if ended.exit != fail::EXIT_IOERR {
         return Ok(());
@@ -487,167 +397,4 @@ impl Ctx<'_> {
 /// Readbacks are kept by scenario and step: lab 13 repeats step names across scenarios.
 fn readback_key(scenario: &str, step: &str) -> String {
     format!("{scenario}/{step}")
-}
-
-fn print_report(lab: &Lab, run: &Run, scenarios: &[Scenario], options: &Options) {
-    crate::say!(
-        "lab {} ({}): {}; evidence in {}",
-        lab.id,
-        lab.slug,
-        lab.title,
-        options.out.display()
-    );
-    crate::say!();
-    let width = scenarios
-        .iter()
-        .flat_map(|s| s.steps.iter())
-        .map(|s| s.name.len())
-        .max()
-        .unwrap_or(0)
-        .max(18);
-    crate::say!(
-        "{:<width$} {:>6} {:>5} {:>8}  state",
-        "step",
-        "expect",
-        "exit",
-        "wall_ms"
-    );
-    let all_steps = scenarios.iter().flat_map(|s| s.steps.iter());
-    let mut current: Option<&str> = None;
-    for ((p, r), step) in run
-        .processes
-        .processes
-        .iter()
-        .zip(&run.results.steps)
-        .zip(all_steps)
-    {
-        if scenarios.len() > 1 && current != Some(p.scenario.as_str()) {
-            current = Some(p.scenario.as_str());
-            crate::say!("[{}]", p.scenario);
-        }
-        let state = match &step.expect {
-            Expect::Readback(stage) => {
-                let readback = run
-                    .readbacks
-                    .get(&readback_key(&p.scenario, &p.step))
-                    .and_then(|l| serde_json::from_str(l).ok());
-                stage.describe(readback.as_ref())
-            }
-            Expect::Crash => match (&step.crash, r.observed["crash_line"] == true) {
-                (Some(point), true) => format!("CRASH {point}"),
-                (Some(spec), false) if r.observed["not_reached"] == true => {
-                    let (point, hit) = crash::split_spec(spec);
-                    crash::not_reached_line(point, hit)
-                }
-                (Some(point), false) => format!("no CRASH line (armed {point})"),
-                (None, _) => "no crash (moved away)".to_string(),
-            },
-            Expect::Output(text) if r.observed["output"] == true => format!("'{text}'"),
-            Expect::Output(text) => format!("no '{text}' in the output"),
-            Expect::Exit => String::new(),
-        };
-        let mark = if r.ok { "" } else { "  <-- FAILED" };
-        crate::say!(
-            "{:<width$} {:>6} {:>5} {:>8.2}  {state}{mark}",
-            p.step,
-            p.expected_exit,
-            p.exit,
-            p.wall_ms
-        );
-    }
-    crate::say!();
-    if scenarios.len() > 1 {
-        print_scenarios(run, scenarios);
-    }
-    let failed: Vec<&StepResult> = run.results.steps.iter().filter(|s| !s.ok).collect();
-    for s in &failed {
-        for problem in &s.problems {
-            if scenarios.len() > 1 {
-                crate::say!("  {}/{}: {problem}", s.scenario, s.step);
-            } else {
-                crate::say!("  {}: {problem}", s.step);
-            }
-        }
-    }
-    let total = run.processes.total_wall_ms;
-    let n = run.processes.processes.len();
-    if failed.is_empty() {
-        crate::say!("PASS: {n} processes, every expectation held; total wall_ms {total:.1}");
-        if !options.moves.is_empty() {
-            crate::say!(
-                "note: the moved crash ({}) broke no expectation",
-                options.moves.join(", ")
-            );
-        }
-    } else {
-        crate::say!(
-            "FAIL: {} of {n} steps did not hold their expectations; total wall_ms {total:.1}",
-            failed.len()
-        );
-    }
-}
-
-/// One line per scenario: its last readback (the counts it must end with) and whether every
-/// step held.
-fn print_scenarios(run: &Run, scenarios: &[Scenario]) {
-    crate::say!("{:<28} {:<4} final state", "scenario", "ok");
-    for scenario in scenarios {
-        let ok = run
-            .results
-            .steps
-            .iter()
-            .filter(|r| r.scenario == scenario.name)
-            .all(|r| r.ok);
-        let last = scenario.steps.iter().rev().find_map(|s| match &s.expect {
-            Expect::Readback(stage) => Some((s, stage)),
-            _ => None,
-        });
-        let state = match last {
-            Some((step, stage)) => {
-                let readback = run
-                    .readbacks
-                    .get(&readback_key(&scenario.name, &step.name))
-                    .and_then(|l| serde_json::from_str(l).ok());
-                stage.describe(readback.as_ref())
-            }
-            None => String::new(),
-        };
-        crate::say!(
-            "{:<28} {:<4} {state}",
-            scenario.name,
-            if ok { "yes" } else { "NO" }
-        );
-    }
-    crate::say!();
-}
-
-/// `target/lab/14-outbox-inbox-20261202T190000Z`: the default output directory.
-pub fn default_out(lab: &Lab) -> PathBuf {
-    PathBuf::from("target")
-        .join("lab")
-        .join(format!("{}-{}", lab.full_name(), utc_stamp()))
-}
-
-/// The UTC time as `YYYYMMDDTHHMMSSZ` (civil-from-days, Howard Hinnant's algorithm).
-pub fn utc_stamp() -> String {
-    let secs = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs() as i64)
-        .unwrap_or(0);
-    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}{month:02}{day:02}T{:02}{:02}{:02}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
 }
