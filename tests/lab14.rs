@@ -872,6 +872,8 @@ fn a_hung_child_is_killed_after_its_bound_and_recorded() {
 #[test]
 fn no_child_outlives_a_driver_that_is_killed() {
     let dir = tempfile::tempdir().unwrap();
+    let tmp = dir.path().join("tmp");
+    fs::create_dir(&tmp).unwrap();
     let mark = format!("driver-killed-{}", std::process::id());
     let mut driver = std::process::Command::new(BIN)
         .args([
@@ -886,6 +888,8 @@ fn no_child_outlives_a_driver_that_is_killed() {
         ])
         .current_dir(dir.path())
         .env("CRASHLAB_TEST_MARK", &mark)
+        // A SIGKILL'd driver cannot remove its work directory: keep it inside this test's.
+        .env("TMPDIR", &tmp)
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()
