@@ -294,35 +294,10 @@ pub fn dispatch(command: Command) -> Result<i32> {
                 },
             )
         }
-        Command::Chaos {
-            lab: name,
-            messages,
-            consumers,
-            kills,
-            seed,
-            batch,
-            lease_ms,
-            process_timeout_ms,
-            timeout_ms,
-            json,
-            out: out_dir,
-        } => {
+        command @ Command::Chaos { .. } => {
+            let (name, options) = command.into_chaos().expect("a chaos command");
             crate::load::check_lab(&name)?;
-            crate::load::chaos::run(
-                &crate::load::chaos::Options {
-                    messages,
-                    consumers,
-                    kills,
-                    seed,
-                    batch,
-                    lease_ms,
-                    process_timeout_ms,
-                    timeout_ms,
-                    json,
-                    out: out_dir,
-                },
-                recorded_args(),
-            )
+            crate::load::chaos::run(&options, recorded_args())
         }
         Command::Bench {
             lab: name,

@@ -16,8 +16,10 @@ use sha2::{Digest, Sha256};
 
 use crate::outbox::model::hex;
 
-/// One row of `database-files.json`.
+/// One row of `database-files.json`; read strictly, so a field the driver does not write
+/// makes a malformed row (the audit relies on it).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct FileRow {
     pub scenario: String,
     pub after_step: String,
@@ -191,56 +193,93 @@ pub fn logical_sha256(path: &Path) -> Result<String> {
 /// replay of a run's history).
 pub fn logical_sha256_conn(conn: &Connection) -> Result<String> {
     let mut hasher = Sha256::new();
-    let mut digest = || -> rusqlite::Result<()> {
-        for pragma in ["application_id", "user_version"] {
-            let v: i64 = conn.query_row(&format!("PRAGMA {pragma}"), [], |r| r.get(0))?;
-            hasher.update(pragma.as_bytes());
-            hasher.update(v.to_be_bytes());
-        }
-        let mut schema = conn.prepare(
-            "SELECT type, name, tbl_name, coalesce(sql, '') FROM sqlite_schema ORDER BY type, name",
-        )?;
-        let mut tables = Vec::new();
-        let mut rows = schema.query([])?;
-        while let Some(row) = rows.next()? {
-            for i in 0..4 {
-                feed(&mut hasher, row.get_ref(i)?);
+    walk_content(conn, &mut |item| {
+        match item {
+            Content::Pragma(name, value) => {
+                hasher.update(name.as_bytes());
+                hasher.update(value.to_be_bytes());
             }
-            if row.get_ref(0)?.as_str()? == "table" {
-                tables.push(row.get::<_, String>(1)?);
+            Content::Schema(values) => values.into_iter().for_each(|v| feed(&mut hasher, v)),
+            Content::Table(name, _) => {
+                hasher.update(b"table");
+                feed(&mut hasher, ValueRef::Text(name.as_bytes()));
             }
-        }
-        for table in tables {
-            let mut pk =
-                conn.prepare("SELECT name FROM pragma_table_info(?1) WHERE pk > 0 ORDER BY pk")?;
-            let keys: Vec<String> = pk
-                .query_map([&table], |r| r.get(0))?
-                .collect::<rusqlite::Result<_>>()?;
-            let order = if keys.is_empty() {
-                "rowid".to_string()
-            } else {
-                keys.iter()
-                    .map(|k| format!("\"{}\"", k.replace('"', "\"\"")))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            };
-            let quoted = table.replace('"', "\"\"");
-            let mut stmt = conn.prepare(&format!("SELECT * FROM \"{quoted}\" ORDER BY {order}"))?;
-            let columns = stmt.column_count();
-            hasher.update(b"table");
-            feed(&mut hasher, ValueRef::Text(table.as_bytes()));
-            let mut rows = stmt.query([])?;
-            while let Some(row) = rows.next()? {
+            Content::Row(values) => {
                 hasher.update(b"row");
-                for i in 0..columns {
-                    feed(&mut hasher, row.get_ref(i)?);
-                }
+                values.iter().for_each(|v| feed(&mut hasher, *v));
             }
         }
         Ok(())
-    };
-    digest().context("reading rows")?;
+    })
+    .context("reading rows")?;
     Ok(hex(&hasher.finalize()))
+}
+
+/// One piece of a database's content, in the order the logical digest reads it.
+pub enum Content<'a> {
+    /// `application_id` or `user_version`, and its value.
+    Pragma(&'static str, i64),
+    /// One `sqlite_schema` row: type, name, tbl_name, sql (`''` when NULL); ordered by type
+    /// and name.
+    Schema([ValueRef<'a>; 4]),
+    /// A table and its columns, before its rows.
+    Table(&'a str, &'a [String]),
+    /// One row of that table, in primary-key order (rowid when it has none).
+    Row(&'a [ValueRef<'a>]),
+}
+
+/// Read every piece of content of `conn` in one fixed order: the logical digest and the
+/// rerun's row listing both walk a database this way, so they always agree on what content is.
+pub fn walk_content(
+    conn: &Connection,
+    visit: &mut dyn FnMut(Content<'_>) -> Result<()>,
+) -> Result<()> {
+    for pragma in ["application_id", "user_version"] {
+        let v: i64 = conn.query_row(&format!("PRAGMA {pragma}"), [], |r| r.get(0))?;
+        visit(Content::Pragma(pragma, v))?;
+    }
+    let mut schema = conn.prepare(
+        "SELECT type, name, tbl_name, coalesce(sql, '') FROM sqlite_schema ORDER BY type, name",
+    )?;
+    let mut tables = Vec::new();
+    let mut rows = schema.query([])?;
+    while let Some(row) = rows.next()? {
+        let values = [
+            row.get_ref(0)?,
+            row.get_ref(1)?,
+            row.get_ref(2)?,
+            row.get_ref(3)?,
+        ];
+        visit(Content::Schema(values))?;
+        if values[0].as_str()? == "table" {
+            tables.push(row.get::<_, String>(1)?);
+        }
+    }
+    let quote = |s: &str| format!("\"{}\"", s.replace('"', "\"\""));
+    for table in tables {
+        let mut pk =
+            conn.prepare("SELECT name FROM pragma_table_info(?1) WHERE pk > 0 ORDER BY pk")?;
+        let keys: Vec<String> = pk
+            .query_map([&table], |r| r.get(0))?
+            .collect::<rusqlite::Result<_>>()?;
+        let order = if keys.is_empty() {
+            "rowid".to_string()
+        } else {
+            keys.iter().map(|k| quote(k)).collect::<Vec<_>>().join(", ")
+        };
+        let mut stmt =
+            conn.prepare(&format!("SELECT * FROM {} ORDER BY {order}", quote(&table)))?;
+        let columns: Vec<String> = stmt.column_names().map(|c| c.to_string()).collect();
+        visit(Content::Table(&table, &columns))?;
+        let mut rows = stmt.query([])?;
+        while let Some(row) = rows.next()? {
+            let values = (0..columns.len())
+                .map(|i| row.get_ref(i))
+                .collect::<rusqlite::Result<Vec<_>>>()?;
+            visit(Content::Row(&values))?;
+        }
+    }
+    Ok(())
 }
 
 /// Keep a database for the user (`--keep-db`, a broken explore case): copy it with its WAL

@@ -16,6 +16,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Result};
 
+use crate::lab::process;
+
 /// How long a child may take to report itself stopped. SIGSTOP cannot be caught or ignored;
 /// only a child in uninterruptible sleep (an fsync on a slow disk) delays it.
 pub const STOP_WAIT_MS_MAX: u64 = 10_000;
@@ -67,28 +69,7 @@ pub fn freeze(pids: &[libc::pid_t]) -> Result<Frozen> {
 /// Whether the child is stopped or has exited, without consuming either state (WNOWAIT):
 /// the driver's own wait reaps it later, and a stop is never reported to a plain wait4.
 fn stopped_or_exited(pid: libc::pid_t) -> std::io::Result<bool> {
-    loop {
-        // SAFETY: a zeroed siginfo_t is a valid value for waitid to fill.
-        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
-        // SAFETY: waitid writes only into `info`, which we own.
-        let r = unsafe {
-            libc::waitid(
-                libc::P_PID,
-                pid as libc::id_t,
-                &mut info,
-                libc::WSTOPPED | libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
-            )
-        };
-        if r == 0 {
-            // With WNOHANG, a child with nothing to report leaves si_pid zero.
-            // SAFETY: si_pid is valid to read for the SIGCHLD-style info waitid fills.
-            return Ok(unsafe { info.si_pid() } == pid);
-        }
-        let err = std::io::Error::last_os_error();
-        if err.kind() != std::io::ErrorKind::Interrupted {
-            return Err(err);
-        }
-    }
+    process::waitid_nowait(pid, libc::WSTOPPED | libc::WEXITED | libc::WNOHANG)
 }
 
 #[cfg(test)]

@@ -142,8 +142,10 @@ pub fn create_files(work: &Path) -> Result<()> {
     Ok(())
 }
 
-/// One kill the driver made.
-#[derive(Debug, Clone, Serialize)]
+/// One kill the driver made (a row of kills.json); read strictly, so a field chaos does not
+/// write makes a malformed row (the audit relies on it).
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Kill {
     pub kill: usize,
     /// The scheduled moment, in progress units.

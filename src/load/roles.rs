@@ -149,14 +149,7 @@ pub fn reap(pid: libc::pid_t) -> Result<Option<(i32, Option<i32>, i64)>> {
         }
         if r == pid {
             crate::lab::process::forget(pid);
-            let (exit, signal) = if libc::WIFEXITED(status) {
-                (libc::WEXITSTATUS(status), None)
-            } else if libc::WIFSIGNALED(status) {
-                let sig = libc::WTERMSIG(status);
-                (128 + sig, Some(sig))
-            } else {
-                (-1, None)
-            };
+            let (exit, signal) = crate::lab::process::decode_status(status);
             return Ok(Some((exit, signal, usage.ru_maxrss)));
         }
         let err = std::io::Error::last_os_error();

@@ -9,15 +9,15 @@ use std::path::Path;
 
 use serde_json::{json, Value};
 
-use super::chaos_logs::{self, Kill};
+use super::chaos_logs;
 use super::command::{self, Parsed};
-use super::database::Row;
 use super::tree::Tree;
 use super::{sequence, Report, CHAOS, KILLS};
 use crate::fail;
-use crate::lab::driver::pragmas;
 use crate::lab::evidence::{self, Processes};
+use crate::lab::files::FileRow;
 use crate::lab::files::SIDE_SUFFIXES;
+use crate::load::pipeline::Kill;
 
 const P: &str = evidence::PROCESSES;
 const F: &str = evidence::DATABASE_FILES;
@@ -32,7 +32,7 @@ pub(super) fn check_chaos(report: &mut Report, tree: &Tree) {
     let processes: Option<Processes> = tree.json(report, P);
     let chaos: Option<Value> = tree.json(report, CHAOS);
     let kills: Option<Vec<Kill>> = tree.json(report, KILLS);
-    let rows: Option<Vec<Row>> = tree.json(report, F);
+    let rows: Option<Vec<FileRow>> = tree.json(report, F);
     let (Some(processes), Some(chaos)) = (processes, chaos) else {
         return;
     };
@@ -76,16 +76,7 @@ pub(super) fn check_chaos(report: &mut Report, tree: &Tree) {
             ),
         );
     }
-    if processes.pragmas != pragmas() {
-        report.problem(
-            P,
-            format!(
-                "pragmas {:?} are not the ones every connection pins {:?}",
-                processes.pragmas,
-                pragmas()
-            ),
-        );
-    }
+    super::run::pinned_pragmas(report, &processes);
     let mut files = chaos_logs::check_processes(report, tree, &options, &processes, &kills);
     chaos_logs::check_kills(report, &options, &processes, &kills);
     exits(report, &processes, &kills);
@@ -315,7 +306,7 @@ fn claims(
 
 /// database-files.json against the kept files: one row per database then its side files,
 /// each the bytes kept and, for a database, the rows kept. Returns the files it covers.
-fn kept(report: &mut Report, tree: &Tree, rows: &[Row]) -> Vec<String> {
+fn kept(report: &mut Report, tree: &Tree, rows: &[FileRow]) -> Vec<String> {
     let mut want = Vec::new();
     for db in DATABASES {
         want.push(format!("db/{db}"));

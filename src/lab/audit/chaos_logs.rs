@@ -5,8 +5,6 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use serde::Deserialize;
-
 use super::chaos_amounts::seeded_amounts;
 use super::output::{self, Ran, Which};
 use super::tree::Tree;
@@ -19,18 +17,7 @@ const P: &str = evidence::PROCESSES;
 /// Problems reported per log for its amounts: one is enough to fail, a few say which.
 const AMOUNT_PROBLEMS_MAX: usize = 3;
 
-/// One row of kills.json, read strictly.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Kill {
-    pub kill: usize,
-    pub at_units: u64,
-    pub progress_units: u64,
-    pub role: String,
-    pub step: String,
-    pub since_start_ms: f64,
-    pub landed: bool,
-}
+use crate::load::pipeline::Kill;
 
 /// The roles a run of `options` starts, by name, with their argv after `crashlab`.
 fn roles(options: &crate::load::chaos::Options) -> BTreeMap<String, (Kind, Vec<String>)> {

@@ -2,8 +2,6 @@
 //! uses, so the audit knows exactly what the driver or chaos was asked to do. (`--no-trace`
 //! changes neither: the children of both always trace.)
 
-use clap::Parser;
-
 use crate::cli::{Cli, Command};
 use crate::crash::Mode;
 
@@ -29,22 +27,17 @@ pub enum Parsed {
 
 /// Parse a recorded command line; an error says why it is not one of a run's commands.
 pub fn parse(command: &[String]) -> Result<Parsed, String> {
-    if command.first().map(String::as_str) != Some("crashlab") {
-        return Err(format!("command {command:?} does not start with crashlab"));
-    }
-    let cli = Cli::try_parse_from(command).map_err(|e| {
-        let text = e.render().to_string();
-        let first = text
-            .lines()
-            .next()
-            .unwrap_or("does not parse")
-            .trim()
-            .to_string();
-        format!(
+    let cli = Cli::parse_recorded(command).map_err(|reason| match reason {
+        None => format!("command {command:?} does not start with crashlab"),
+        Some(first) => format!(
             "command {:?} is not one crashlab accepts: {}",
             command.join(" "),
-            first.strip_prefix("error: ").unwrap_or(&first)
-        )
+            if first.is_empty() {
+                "does not parse"
+            } else {
+                &first
+            }
+        ),
     })?;
     match cli.command {
         Command::Driver {
@@ -61,33 +54,10 @@ pub fn parse(command: &[String]) -> Result<Parsed, String> {
             crash_mode,
             step_timeout_ms,
         })),
-        Command::Chaos {
-            lab,
-            messages,
-            consumers,
-            kills,
-            seed,
-            batch,
-            lease_ms,
-            process_timeout_ms,
-            timeout_ms,
-            json,
-            out,
-        } => Ok(Parsed::Chaos(Chaos {
-            lab,
-            options: crate::load::chaos::Options {
-                messages,
-                consumers,
-                kills,
-                seed,
-                batch,
-                lease_ms,
-                process_timeout_ms,
-                timeout_ms,
-                json,
-                out,
-            },
-        })),
+        command @ Command::Chaos { .. } => {
+            let (lab, options) = command.into_chaos().expect("a chaos command");
+            Ok(Parsed::Chaos(Chaos { lab, options }))
+        }
         _ => Err(format!(
             "command {:?} is neither a driver nor a chaos run",
             command.join(" ")

@@ -6,12 +6,10 @@
 
 use std::collections::BTreeMap;
 
-use serde::Deserialize;
-
 use super::tree::Tree;
 use super::Report;
 use crate::lab::evidence;
-use crate::lab::files::{END, SIDE_SUFFIXES};
+use crate::lab::files::{FileRow, END, SIDE_SUFFIXES};
 use crate::lab::scenario::{Expect, Scenario, Step};
 use crate::lab::Lab;
 
@@ -21,23 +19,7 @@ const EMPTY_SHA256: &str = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495
 /// Problems reported for the order of rows: one edit shifts everything after it.
 const ORDER_PROBLEMS_MAX: usize = 10;
 
-/// One row, read strictly: a field the driver does not write is a malformed row.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Row {
-    pub scenario: String,
-    pub after_step: String,
-    pub file: String,
-    pub exists: bool,
-    pub bytes: u64,
-    pub sha256: Option<String>,
-    pub logical_sha256: Option<String>,
-    /// Background steps stopped while the row was taken (absent in older evidence: none).
-    #[serde(default)]
-    pub frozen: Vec<String>,
-}
-
-pub(super) fn load(report: &mut Report, tree: &Tree) -> Option<Vec<Row>> {
+pub(super) fn load(report: &mut Report, tree: &Tree) -> Option<Vec<FileRow>> {
     tree.json(report, F)
 }
 
@@ -72,7 +54,7 @@ pub(super) fn check_rows(
     report: &mut Report,
     lab: &Lab,
     scenarios: &[Scenario],
-    rows: &[Row],
+    rows: &[FileRow],
     ready: &std::collections::BTreeSet<(String, String)>,
 ) {
     order(report, lab, scenarios, rows);
@@ -86,7 +68,7 @@ pub(super) fn check_rows(
 
 /// The rows in the driver's order: per scenario, per step, per database, then its side files
 /// in the order `-wal`, `-shm`, `-journal` (those that existed).
-fn order(report: &mut Report, lab: &Lab, scenarios: &[Scenario], rows: &[Row]) {
+fn order(report: &mut Report, lab: &Lab, scenarios: &[Scenario], rows: &[FileRow]) {
     let mut at = 0usize;
     let mut said = 0usize;
     let mut say = |report: &mut Report, text: String| {
@@ -95,7 +77,7 @@ fn order(report: &mut Report, lab: &Lab, scenarios: &[Scenario], rows: &[Row]) {
             report.problem(F, text);
         }
     };
-    let key = |r: &Row| format!("{}/{} {}", r.scenario, r.after_step, r.file);
+    let key = |r: &FileRow| format!("{}/{} {}", r.scenario, r.after_step, r.file);
     for scenario in scenarios {
         for step in snapshots(scenario) {
             for db in lab.databases {
@@ -170,7 +152,7 @@ fn order(report: &mut Report, lab: &Lab, scenarios: &[Scenario], rows: &[Row]) {
     }
 }
 
-fn well_formed(report: &mut Report, lab: &Lab, index: usize, row: &Row) {
+fn well_formed(report: &mut Report, lab: &Lab, index: usize, row: &FileRow) {
     let at = format!("row {} ({} after {})", index + 1, row.file, row.after_step);
     let Some((_, suffix)) = split(&row.file, lab.databases) else {
         report.problem(F, format!("{at}: not a file of lab {}", lab.full_name()));
@@ -223,7 +205,7 @@ fn well_formed(report: &mut Report, lab: &Lab, index: usize, row: &Row) {
 
 /// One raw digest is one content: the same sha256 has the same size everywhere, and a
 /// database with the same bytes and the same WAL has the same rows.
-fn consistent(report: &mut Report, lab: &Lab, rows: &[Row]) {
+fn consistent(report: &mut Report, lab: &Lab, rows: &[FileRow]) {
     let mut sizes: BTreeMap<&str, u64> = BTreeMap::new();
     let mut logical: BTreeMap<(String, Option<String>), &str> = BTreeMap::new();
     let mut wal: BTreeMap<(&str, &str, &str), &str> = BTreeMap::new();
@@ -277,8 +259,13 @@ fn consistent(report: &mut Report, lab: &Lab, rows: &[Row]) {
 /// A readback opens every file read-only: each database holds the same rows before and after
 /// it. (Not always the same bytes: pages and WAL frames may move, as the archives show,
 /// while no row changes.)
-fn readbacks_write_nothing(report: &mut Report, lab: &Lab, scenarios: &[Scenario], rows: &[Row]) {
-    let mut by: BTreeMap<(&str, &str, &str), &Row> = BTreeMap::new();
+fn readbacks_write_nothing(
+    report: &mut Report,
+    lab: &Lab,
+    scenarios: &[Scenario],
+    rows: &[FileRow],
+) {
+    let mut by: BTreeMap<(&str, &str, &str), &FileRow> = BTreeMap::new();
     for r in rows {
         by.insert((&r.scenario, &r.after_step, &r.file), r);
     }
@@ -329,7 +316,7 @@ fn alive_after(
 fn frozen(
     report: &mut Report,
     scenarios: &[Scenario],
-    rows: &[Row],
+    rows: &[FileRow],
     ready: &std::collections::BTreeSet<(String, String)>,
 ) {
     for scenario in scenarios {

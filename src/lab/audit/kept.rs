@@ -7,11 +7,11 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 
-use super::database::Row;
 use super::run::output_files;
 use super::tree::Tree;
 use super::Report;
 use crate::lab::evidence;
+use crate::lab::files::FileRow;
 use crate::lab::files::END;
 use crate::lab::scenario::Scenario;
 use crate::lab::Lab;
@@ -22,7 +22,7 @@ pub(super) fn check(
     lab: &Lab,
     scenarios: &[Scenario],
     keep_db: bool,
-    rows: Option<&[Row]>,
+    rows: Option<&[FileRow]>,
     pictures: BTreeSet<String>,
 ) {
     let mut expected: BTreeSet<String> = [
@@ -66,7 +66,7 @@ fn kept_scenario(
     tree: &Tree,
     lab: &Lab,
     scenario: &Scenario,
-    rows: &[Row],
+    rows: &[FileRow],
 ) -> Vec<String> {
     let dir = match &scenario.dir {
         Some(sub) => format!("db/{sub}/"),

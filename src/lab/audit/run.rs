@@ -100,16 +100,7 @@ pub(super) fn check_run(report: &mut Report, tree: &Tree) {
             ),
         );
     }
-    if processes.pragmas != pragmas() {
-        report.problem(
-            P,
-            format!(
-                "pragmas {:?} are not the ones every connection pins {:?}",
-                processes.pragmas,
-                pragmas()
-            ),
-        );
-    }
+    pinned_pragmas(report, &processes);
     let mode = command.crash_mode;
     let mut scenarios = (lab.scenarios)();
     if let Err(e) = apply_moves(lab, &mut scenarios, &command.moves) {
@@ -368,4 +359,18 @@ fn bound_to_step(ran: &Ran<'_>, step: &Step) -> Vec<(Which, String)> {
         ));
     }
     problems
+}
+
+/// processes.json's pragmas must be the ones every connection pins (store::PRAGMAS).
+pub(super) fn pinned_pragmas(report: &mut Report, processes: &Processes) {
+    if processes.pragmas != pragmas() {
+        report.problem(
+            evidence::PROCESSES,
+            format!(
+                "pragmas {:?} are not the ones every connection pins {:?}",
+                processes.pragmas,
+                pragmas()
+            ),
+        );
+    }
 }

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 
 use crate::interrupt;
-pub use wait::wait_bounded;
+pub use wait::{decode_status, wait_bounded, waitid_nowait};
 
 /// Every child spawned here and not reaped yet: what `kill_all` ends when a run is
 /// interrupted along a path that forgot one.
@@ -155,14 +155,7 @@ pub fn poll_exit(started: &Started) -> Result<Option<Ended>> {
         return Err(std::io::Error::last_os_error()).context("polling a background child");
     }
     forget(started.pid);
-    let (exit, signal) = if libc::WIFEXITED(status) {
-        (libc::WEXITSTATUS(status), None)
-    } else if libc::WIFSIGNALED(status) {
-        let sig = libc::WTERMSIG(status);
-        (128 + sig, Some(sig))
-    } else {
-        (-1, None)
-    };
+    let (exit, signal) = wait::decode_status(status);
     Ok(Some(Ended {
         exit,
         signal,

@@ -28,20 +28,20 @@ fn wait4(pid: libc::pid_t) -> std::io::Result<(i32, Option<i32>, i64)> {
             return Err(err);
         }
     }
-    let (exit, signal) = if libc::WIFEXITED(status) {
-        (libc::WEXITSTATUS(status), None)
-    } else if libc::WIFSIGNALED(status) {
-        let sig = libc::WTERMSIG(status);
-        (128 + sig, Some(sig))
-    } else {
-        (-1, None)
-    };
+    let (exit, signal) = decode_status(status);
     Ok((exit, signal, usage.ru_maxrss))
 }
 
 /// Block until `pid` has exited, without reaping it: the zombie keeps the pid ours, so a
 /// SIGKILL sent after a timeout can never reach a recycled pid.
 fn wait_exited(pid: libc::pid_t) -> std::io::Result<()> {
+    waitid_nowait(pid, libc::WEXITED).map(|_| ())
+}
+
+/// `waitid` on one child without consuming its state (WNOWAIT), retried on EINTR: whether it
+/// has a state among `flags` to report (always, once it returns, unless WNOHANG is given).
+/// The child stays unreaped, so its pid stays ours.
+pub fn waitid_nowait(pid: libc::pid_t, flags: libc::c_int) -> std::io::Result<bool> {
     loop {
         // SAFETY: a zeroed siginfo_t is a valid value for waitid to fill.
         let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
@@ -51,16 +51,31 @@ fn wait_exited(pid: libc::pid_t) -> std::io::Result<()> {
                 libc::P_PID,
                 pid as libc::id_t,
                 &mut info,
-                libc::WEXITED | libc::WNOWAIT,
+                flags | libc::WNOWAIT,
             )
         };
         if r == 0 {
-            return Ok(());
+            // With WNOHANG, a child with nothing to report leaves si_pid zero.
+            // SAFETY: si_pid is valid to read in the info waitid fills for a child.
+            return Ok(unsafe { info.si_pid() } == pid);
         }
         let err = std::io::Error::last_os_error();
         if err.kind() != std::io::ErrorKind::Interrupted {
             return Err(err);
         }
+    }
+}
+
+/// A wait status in the shell's convention: the exit code, or 128 + the signal that ended
+/// the child (with the signal); -1 for a status that is neither.
+pub fn decode_status(status: libc::c_int) -> (i32, Option<i32>) {
+    if libc::WIFEXITED(status) {
+        (libc::WEXITSTATUS(status), None)
+    } else if libc::WIFSIGNALED(status) {
+        let sig = libc::WTERMSIG(status);
+        (128 + sig, Some(sig))
+    } else {
+        (-1, None)
     }
 }
 

@@ -9,6 +9,8 @@ use anyhow::{Context, Result};
 use rusqlite::types::ValueRef;
 use rusqlite::{Connection, OpenFlags};
 
+use crate::lab::files::{walk_content, Content};
+
 /// The most rows read from one database: a lab's kept files hold a handful.
 pub const ROWS_MAX: usize = 1_000_000;
 
@@ -68,48 +70,37 @@ pub fn dump(path: &Path) -> Result<Vec<String>> {
 
 fn read(conn: &Connection) -> Result<Vec<String>> {
     let mut lines = Vec::new();
-    for pragma in ["application_id", "user_version"] {
-        let v: i64 = conn.query_row(&format!("PRAGMA {pragma}"), [], |r| r.get(0))?;
-        lines.push(format!("pragma {pragma} = {v}"));
-    }
-    let mut schema = conn
-        .prepare("SELECT type, name, coalesce(sql, '') FROM sqlite_schema ORDER BY type, name")?;
-    let mut tables = Vec::new();
-    let mut rows = schema.query([])?;
-    while let Some(row) = rows.next()? {
-        let (kind, name, sql): (String, String, String) = (row.get(0)?, row.get(1)?, row.get(2)?);
-        lines.push(format!("schema {kind} {name}: {sql}"));
-        if kind == "table" {
-            tables.push(name);
-        }
-    }
+    let mut table = String::new();
+    let mut columns: Vec<String> = Vec::new();
     let mut count = 0usize;
-    for table in tables {
-        let mut pk =
-            conn.prepare("SELECT name FROM pragma_table_info(?1) WHERE pk > 0 ORDER BY pk")?;
-        let keys: Vec<String> = pk
-            .query_map([&table], |r| r.get(0))?
-            .collect::<rusqlite::Result<_>>()?;
-        let quote = |s: &str| format!("\"{}\"", s.replace('"', "\"\""));
-        let order = if keys.is_empty() {
-            "rowid".to_string()
-        } else {
-            keys.iter().map(|k| quote(k)).collect::<Vec<_>>().join(", ")
-        };
-        let mut stmt =
-            conn.prepare(&format!("SELECT * FROM {} ORDER BY {order}", quote(&table)))?;
-        let columns: Vec<String> = stmt.column_names().map(|c| c.to_string()).collect();
-        let mut rows = stmt.query([])?;
-        while let Some(row) = rows.next()? {
-            count += 1;
-            anyhow::ensure!(count <= ROWS_MAX, "more than {ROWS_MAX} rows");
-            let mut fields = Vec::with_capacity(columns.len());
-            for (i, column) in columns.iter().enumerate() {
-                fields.push(format!("{column} = {}", literal(row.get_ref(i)?)));
+    let text =
+        |v: ValueRef<'_>| String::from_utf8_lossy(v.as_bytes().unwrap_or_default()).into_owned();
+    walk_content(conn, &mut |item| {
+        match item {
+            Content::Pragma(name, v) => lines.push(format!("pragma {name} = {v}")),
+            Content::Schema([kind, name, _, sql]) => lines.push(format!(
+                "schema {} {}: {}",
+                text(kind),
+                text(name),
+                text(sql)
+            )),
+            Content::Table(name, names) => {
+                table = name.to_string();
+                columns = names.to_vec();
             }
-            lines.push(format!("{table}: {}", fields.join(", ")));
+            Content::Row(values) => {
+                count += 1;
+                anyhow::ensure!(count <= ROWS_MAX, "more than {ROWS_MAX} rows");
+                let fields: Vec<String> = columns
+                    .iter()
+                    .zip(values)
+                    .map(|(column, v)| format!("{column} = {}", literal(*v)))
+                    .collect();
+                lines.push(format!("{table}: {}", fields.join(", ")));
+            }
         }
-    }
+        Ok(())
+    })?;
     Ok(lines)
 }
 

@@ -7,7 +7,6 @@ use std::path::{Component, Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
-use clap::Parser;
 use tempfile::TempDir;
 
 use crate::cli::{Cli, Command};
@@ -126,23 +125,19 @@ pub fn recorded(dir: &Path) -> Result<Recorded> {
             .ok_or_else(|| fail::usage(format!("{where_}: command holds a non-string")))?,
         None => return Err(fail::usage(format!("{where_}: records no command"))),
     };
-    if command.first().map(String::as_str) != Some("crashlab") {
-        return Err(fail::usage(format!(
-            "{where_}: command {command:?} does not start with crashlab"
-        )));
-    }
     let lab = value
         .get("lab")
         .and_then(|l| l.as_str())
         .unwrap_or("?")
         .to_string();
-    let parsed = Cli::try_parse_from(&command).map_err(|e| {
-        let text = e.render().to_string();
-        let first = text.lines().next().unwrap_or("invalid").trim().to_string();
-        fail::usage(format!(
+    let parsed = Cli::parse_recorded(&command).map_err(|reason| match reason {
+        None => fail::usage(format!(
+            "{where_}: command {command:?} does not start with crashlab"
+        )),
+        Some(first) => fail::usage(format!(
             "{where_}: command {command:?} does not parse: {}",
-            first.trim_start_matches("error: ")
-        ))
+            if first.is_empty() { "invalid" } else { &first }
+        )),
     })?;
     // An unknown lab is a malformed command too: said here, not after a rerun that fails.
     let known = |name: &str| {
