@@ -165,39 +165,42 @@ fn some(names: &[String]) -> String {
 }
 
 fn print(report: &Report) {
-    println!(
+    crate::say!(
         "rerun: exit {} after {:.0} ms; compared {} files, {} lines, {} JSON fields in {:.0} ms ({NORMALISED})",
         report.exit, report.wall_ms, report.files, report.lines, report.fields, report.compare_ms
     );
     for what in &report.not_compared {
-        println!("rerun: not compared: {what}");
+        crate::say!("rerun: not compared: {what}");
     }
     if !report.reordered.is_empty() {
-        println!(
+        crate::say!(
             "rerun: same lines in another order (concurrent threads of one process), not a difference: {}",
             some(&report.reordered)
         );
     }
     if !report.unsettled_only.is_empty() {
-        println!(
+        crate::say!(
             "rerun: in one run only, not a difference (SQLite side files and snapshots taken while a writer ran, which timing decides): {}",
             some(&report.unsettled_only)
         );
     }
     for d in &report.differences {
-        println!(
+        crate::say!(
             "rerun: {}: {}: recorded {}, rerun {}",
-            d.file, d.at, d.recorded, d.rerun
+            d.file,
+            d.at,
+            d.recorded,
+            d.rerun
         );
     }
     if report.differences_more > 0 {
-        println!("rerun: … and {} more differences", report.differences_more);
+        crate::say!("rerun: … and {} more differences", report.differences_more);
     }
     if report.ok {
-        println!("rerun PASS: nothing deterministic differs");
+        crate::say!("rerun PASS: nothing deterministic differs");
     } else {
         let n = report.differences.len() + report.differences_more;
-        println!(
+        crate::say!(
             "rerun FAIL: {n} difference{}",
             if n == 1 { "" } else { "s" }
         );
@@ -220,10 +223,10 @@ pub fn run(dir: &Path, json: bool, strict_sources: bool) -> Result<i32> {
         let ok = audited.ok && report.ok;
         let mut value = serde_json::to_value(&audited)?;
         value["rerun"] = serde_json::to_value(&report)?;
-        println!("{}", serde_json::to_string_pretty(&value)?);
+        crate::say!("{}", serde_json::to_string_pretty(&value)?);
         return Ok(if ok { fail::EXIT_OK } else { fail::EXIT_FAILED });
     }
-    println!(
+    crate::say!(
         "rerun: {} ({} evidence of {}), again with this binary in a temporary directory",
         shell_words(&recorded.command),
         recorded.kind.name(),
