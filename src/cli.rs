@@ -5,8 +5,8 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand};
 
 use crate::crash::Mode;
-use crate::outbox::model::parse_amount;
-use crate::outbox::variant::Variant;
+use crate::labs::outbox_inbox::model::parse_amount;
+use crate::labs::outbox_inbox::variant::Variant;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -140,7 +140,7 @@ pub enum Command {
         #[arg(long, value_name = "FILE")]
         db: PathBuf,
         #[arg(long, value_enum)]
-        mode: crate::dispatch::receiver::Mode,
+        mode: crate::labs::http_dispatch::receiver::Mode,
         /// 0: any free port
         #[arg(long, default_value_t = 0)]
         port: u16,
@@ -189,8 +189,8 @@ pub enum Command {
         #[arg(long, default_value_t = 5_000, value_parser = clap::value_parser!(u64).range(1..=120_000))]
         timeout_ms: u64,
         /// An attempt without a receipt: send again, or hold the intent as unknown
-        #[arg(long, value_enum, default_value_t = crate::dispatch::dispatcher::Unknown::Resend)]
-        unknown: crate::dispatch::dispatcher::Unknown,
+        #[arg(long, value_enum, default_value_t = crate::labs::http_dispatch::dispatcher::Unknown::Resend)]
+        unknown: crate::labs::http_dispatch::dispatcher::Unknown,
         #[command(flatten)]
         crash: CrashArgs,
     },
@@ -306,7 +306,7 @@ pub enum Command {
         json: bool,
     },
     /// Move the crash everywhere: every point, every hit, every variant, checked end to end
-    Explore(crate::lab::explore::Args),
+    Explore(crate::engine::explore::Args),
     /// Print size, raw SHA-256 and logical SHA-256 (rows, not pages) of database files
     Digest {
         #[arg(required = true)]
@@ -345,7 +345,7 @@ impl Cli {
 impl Command {
     /// A `crashlab chaos …` command as the lab it names and the options it runs with; the one
     /// conversion both the command and the audit of its evidence use.
-    pub fn into_chaos(self) -> Option<(String, crate::load::chaos::Options)> {
+    pub fn into_chaos(self) -> Option<(String, crate::engine::load::chaos::Options)> {
         let Command::Chaos {
             lab,
             messages,
@@ -362,7 +362,7 @@ impl Command {
         else {
             return None;
         };
-        let options = crate::load::chaos::Options {
+        let options = crate::engine::load::chaos::Options {
             messages,
             consumers,
             kills,

@@ -104,7 +104,7 @@ pub fn check() -> Result<()> {
 /// gone: remove what it wrote (`partial`) and return the one-line failure (exit 130).
 pub fn finish(signal: libc::c_int, partial: Option<&std::path::Path>) -> anyhow::Error {
     // Any child a path forgot: none may outlive the run.
-    crate::lab::process::kill_all();
+    crate::engine::process::kill_all();
     let removed = match partial {
         Some(dir) => match std::fs::remove_dir_all(dir) {
             Ok(()) => format!("removed {} and the work directories", dir.display()),

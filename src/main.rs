@@ -2,30 +2,18 @@
 //!
 //! `main` parses and dispatches; the work lives in the modules.
 
-mod cli;
-mod commands;
-mod crash;
-mod dispatch;
-mod fail;
-mod interrupt;
-mod lab;
-mod load;
-mod out;
-mod outbox;
-mod rng;
-mod store;
-
 use clap::Parser;
+use crashlab::{cli, crash, engine, fail, out, route, store};
 
 fn main() {
-    lab::process::die_with_parent_if_asked();
+    engine::process::die_with_parent_if_asked();
     out::catch_print_panics();
     let cli = match cli::Cli::try_parse() {
         Ok(cli) => cli,
         Err(error) => usage_error(error),
     };
     store::set_trace(!cli.no_trace);
-    let code = match commands::dispatch(cli.command) {
+    let code = match route::run(cli.command) {
         Ok(fail::EXIT_OK) => match crash::not_reached() {
             None => fail::EXIT_OK,
             Some(missed) => {

@@ -129,19 +129,19 @@ fn every_flipped_byte_missing_file_and_added_file_fails_and_is_named() {
     copy_dir(&original, &dir);
     let path = dir.join("manifest.json");
     let mut manifest = json(&path);
-    manifest["sources"]["src/lab/lab14.rs"] = serde_json::json!("0".repeat(64));
+    manifest["sources"]["src/labs/outbox_inbox/lab.rs"] = serde_json::json!("0".repeat(64));
     fs::write(&path, serde_json::to_string_pretty(&manifest).unwrap()).unwrap();
     let (code, out) = audit(&dir, &[]);
     let line = out
         .lines()
         .find(|l| l.starts_with("sources: differ: "))
         .unwrap_or("");
-    assert!(line.contains("src/lab/lab14.rs"), "{out}");
+    assert!(line.contains("src/labs/outbox_inbox/lab.rs"), "{out}");
     // A note without --strict-sources: nothing else is wrong.
     assert_eq!(code, 0, "{out}");
     let (code, out) = audit(&dir, &["--strict-sources"]);
     assert_eq!(code, 1, "{out}");
-    assert!(out.contains("source src/lab/lab14.rs differs"), "{out}");
+    assert!(out.contains("source src/labs/outbox_inbox/lab.rs differs"), "{out}");
 
     let dir = scratch.path().join("deleted");
     copy_dir(&original, &dir);

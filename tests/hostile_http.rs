@@ -21,7 +21,7 @@ use std::io::Write;
 use std::net::TcpStream;
 use std::time::Duration;
 
-/// The receiver's connection cap (`CONNECTIONS_MAX` in src/dispatch/receiver/mod.rs).
+/// The receiver's connection cap (`CONNECTIONS_MAX` in src/labs/http_dispatch/receiver/mod.rs).
 const CONNECTIONS_MAX: usize = 64;
 /// Connections opened at once by the cap test: well beyond the cap, within a listen backlog.
 const CAP_PROBES: usize = 150;

@@ -128,7 +128,7 @@ pub struct Tamper {
     pub name: &'static str,
     /// Any of these must be named at the start of an audit line (`file: …`).
     pub names: Vec<String>,
-    /// Caught only by the replay of the SQL history (src/lab/replay).
+    /// Caught only by the replay of the SQL history (src/engine/replay).
     pub replay: bool,
     pub edit: Box<dyn Fn(&Path)>,
 }

@@ -1,0 +1,327 @@
+//! A chaos run's processes, logs and kills: every process is a run of one of the roles the
+//! recorded command starts, with exactly the argv chaos gives that role, its own log under
+//! `logs/`, and an ending kills.json explains; every amount in every log is the one the seed
+//! gives that contract.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::chaos_amounts::seeded_amounts;
+use super::output::{self, Ran, Which};
+use super::tree::Tree;
+use super::{Report, KILLS};
+use crate::engine::evidence::{self, Processes};
+use crate::engine::load::pipeline::{self, Plan, LOGS};
+use crate::engine::load::roles::{role_argv, Kind};
+
+const P: &str = evidence::PROCESSES;
+/// Problems reported per log for its amounts: one is enough to fail, a few say which.
+const AMOUNT_PROBLEMS_MAX: usize = 3;
+
+use crate::engine::load::pipeline::Kill;
+
+/// The roles a run of `options` starts, by name, with their argv after `crashlab`.
+fn roles(options: &crate::engine::load::chaos::Options) -> BTreeMap<String, (Kind, Vec<String>)> {
+    let plan = Plan {
+        messages: options.messages,
+        consumers: options.consumers,
+        batch: options.batch,
+        seed: options.seed,
+        lease_ms: options.lease_ms,
+        kill_at: Vec::new(),
+        process_timeout: std::time::Duration::from_millis(options.process_timeout_ms),
+        deadline: std::time::Duration::from_millis(options.timeout_ms),
+        // chaos always traces: the logs are the evidence.
+        trace: true,
+    };
+    let mut roles = BTreeMap::new();
+    roles.insert(
+        "sender".to_string(),
+        (Kind::Sender, role_argv(Kind::Sender, &plan, 0)),
+    );
+    roles.insert(
+        "publisher".to_string(),
+        (Kind::Publisher, role_argv(Kind::Publisher, &plan, 0)),
+    );
+    for c in 1..=options.consumers {
+        roles.insert(
+            format!("consumer-c{c}"),
+            (Kind::Consumer, role_argv(Kind::Consumer, &plan, c)),
+        );
+    }
+    roles
+}
+
+/// The last line of a role that ended with exit 0.
+fn summary(kind: Kind) -> &'static str {
+    match kind {
+        Kind::Sender => "SENT ",
+        Kind::Publisher => "PUBLISHED ",
+        Kind::Consumer => "CONSUMED ",
+    }
+}
+
+/// Check every process and its logs; returns the log files they account for.
+pub(super) fn check_processes(
+    report: &mut Report,
+    tree: &Tree,
+    options: &crate::engine::load::chaos::Options,
+    processes: &Processes,
+    kills: &[Kill],
+) -> BTreeSet<String> {
+    let roles = roles(options);
+    let amounts = crate::rng::amounts(options.seed, options.messages);
+    let landed: BTreeSet<&str> = kills
+        .iter()
+        .filter(|k| k.landed)
+        .map(|k| k.step.as_str())
+        .collect();
+    let lab = crate::labs::find("14").expect("chaos runs lab 14");
+    let mut preparer = super::statements::Preparer::new(&super::statements::schemas(lab))
+        .expect("the lab's own schemas load into an in-memory database");
+    let mut runs: BTreeMap<&str, Vec<u32>> = BTreeMap::new();
+    let mut logs = BTreeSet::new();
+    for record in &processes.processes {
+        let at = record.step.clone();
+        let Some((role, run)) = record.step.rsplit_once('.') else {
+            report.problem(
+                P,
+                format!("{at}: not a step name chaos gives (<role>.<run>)"),
+            );
+            continue;
+        };
+        let Some((kind, argv)) = roles.get(role) else {
+            report.problem(
+                P,
+                format!("{at}: role {role} is not one the command starts"),
+            );
+            continue;
+        };
+        match run.parse::<u32>() {
+            Ok(n) if n >= 1 => runs.entry(role).or_default().push(n),
+            _ => report.problem(P, format!("{at}: run '{run}' is not a number from 1")),
+        }
+        let mut full = vec!["crashlab".to_string()];
+        full.extend(argv.iter().cloned());
+        if record.argv != full {
+            report.problem(
+                P,
+                format!(
+                    "{at}: argv {:?}, chaos runs {role} as {:?}",
+                    record.argv, full
+                ),
+            );
+        }
+        if record.scenario != "chaos" {
+            report.problem(
+                P,
+                format!(
+                    "{at}: scenario '{}', a chaos run has 'chaos'",
+                    record.scenario
+                ),
+            );
+        }
+        let killed = landed.contains(record.step.as_str());
+        let (expected_exit, crash_mode) = if killed {
+            (128 + libc::SIGKILL, Some("sigkill".to_string()))
+        } else {
+            (0, None)
+        };
+        if record.expected_exit != expected_exit || record.crash_mode != crash_mode {
+            report.problem(
+                P,
+                format!(
+                    "{at}: expected_exit {} crash_mode {:?}, kills.json gives {expected_exit} {crash_mode:?}",
+                    record.expected_exit, record.crash_mode
+                ),
+            );
+        }
+        if record.crash_point.is_some() {
+            report.problem(
+                P,
+                format!("{at}: crash_point set; chaos arms no crash point"),
+            );
+        }
+        if record.signal == Some(libc::SIGKILL) && !killed && !record.timed_out {
+            report.problem(
+                P,
+                format!("{at}: ended by SIGKILL, yet neither a kill in {KILLS} nor timed out"),
+            );
+        }
+        if killed && record.signal != Some(libc::SIGKILL) {
+            report.problem(
+                P,
+                format!("{at}: a landed kill in {KILLS}, yet not ended by SIGKILL"),
+            );
+        }
+        let (out_rel, err_rel) = (
+            format!("{LOGS}/{}.stdout.txt", record.step),
+            format!("{LOGS}/{}.stderr.txt", record.step),
+        );
+        for (field, recorded, canonical) in [
+            ("stdout", &record.stdout, &out_rel),
+            ("stderr", &record.stderr, &err_rel),
+        ] {
+            if recorded != canonical {
+                report.problem(
+                    P,
+                    format!("{at}: {field} '{recorded}', chaos writes it to '{canonical}'"),
+                );
+            }
+        }
+        logs.insert(out_rel.clone());
+        logs.insert(err_rel.clone());
+        let stdout = tree.text(report, &out_rel);
+        let stderr = tree.text(report, &err_rel);
+        let (Some(stdout), Some(stderr)) = (stdout, stderr) else {
+            continue;
+        };
+        let ran = Ran {
+            argv: &record.argv,
+            exit: record.exit,
+            signal: record.signal,
+            timed_out: record.timed_out,
+            stdout: &stdout,
+            stderr: &stderr,
+        };
+        let mut problems = output::check(
+            &ran,
+            crate::labs::outbox_inbox::points::POINTS,
+            &processes.pragmas,
+        );
+        if record.exit == 0
+            && !stdout
+                .lines()
+                .last()
+                .is_some_and(|l| l.starts_with(summary(*kind)))
+        {
+            problems.push((
+                Which::Stdout,
+                format!(
+                    "exit 0, yet the last line is not its '{}…' line",
+                    summary(*kind)
+                ),
+            ));
+        }
+        for text in preparer.check(&stdout) {
+            problems.push((Which::Stdout, text));
+        }
+        // Every line is one a role prints (the replay's list of kinds): a line whose first
+        // word was altered would drop out of every check above unseen.
+        let unknown = stdout.lines().enumerate().find(|(_, l)| {
+            let word = l.split(' ').next().unwrap_or("");
+            !(word == "SQL"
+                || word == "COMMITTED"
+                || crate::engine::replay::lines::KINDS.contains(&word))
+        });
+        if let Some((index, line)) = unknown {
+            problems.push((
+                Which::Stdout,
+                format!("line {}: '{line}' is not a line a role prints", index + 1),
+            ));
+        }
+        for text in seeded_amounts(&stdout, &amounts)
+            .into_iter()
+            .take(AMOUNT_PROBLEMS_MAX)
+        {
+            problems.push((Which::Stdout, text));
+        }
+        for (which, text) in problems {
+            let file = match which {
+                Which::Stdout => out_rel.as_str(),
+                Which::Stderr => err_rel.as_str(),
+                Which::Record => P,
+            };
+            report.problem(file, format!("{at}: {text}"));
+        }
+    }
+    for (role, mut numbers) in runs {
+        numbers.sort_unstable();
+        let want: Vec<u32> = (1..=numbers.len() as u32).collect();
+        if numbers != want {
+            report.problem(
+                P,
+                format!("{role}: runs {numbers:?}, chaos numbers them 1, 2, 3… once each"),
+            );
+        }
+    }
+    logs
+}
+
+/// kills.json against the processes and the seed: numbered in order; each kill names a
+/// process of its role, landed exactly when that process ended by SIGKILL; the scheduled
+/// moments are the seed's, a retry follows only a kill that missed.
+pub(super) fn check_kills(
+    report: &mut Report,
+    options: &crate::engine::load::chaos::Options,
+    processes: &Processes,
+    kills: &[Kill],
+) {
+    let (schedule, _) = pipeline::kill_schedule(options.seed, options.messages, options.kills);
+    let mut next = 0usize;
+    let mut retries_owed = 0usize;
+    let mut named = BTreeSet::new();
+    let mut since_ms = 0.0f64;
+    for (index, k) in kills.iter().enumerate() {
+        let at = format!("kill {}", index + 1);
+        // When it happened is attested, not proven; but kills are made one after another.
+        if !(k.since_start_ms.is_finite() && k.since_start_ms >= since_ms) {
+            report.problem(
+                KILLS,
+                format!(
+                    "{at}: since_start_ms {} goes back in time",
+                    k.since_start_ms
+                ),
+            );
+        }
+        since_ms = since_ms.max(k.since_start_ms);
+        if k.kill != index + 1 {
+            report.problem(KILLS, format!("{at}: numbered {}", k.kill));
+        }
+        if !named.insert(k.step.as_str()) {
+            report.problem(KILLS, format!("{at}: {} is killed twice", k.step));
+        }
+        match processes.processes.iter().find(|p| p.step == k.step) {
+            None => report.problem(KILLS, format!("{at}: no process {}", k.step)),
+            Some(p) => {
+                if k.step.rsplit_once('.').map(|(r, _)| r) != Some(k.role.as_str()) {
+                    report.problem(
+                        KILLS,
+                        format!("{at}: role {} is not the role of {}", k.role, k.step),
+                    );
+                }
+                if k.landed != (p.signal == Some(libc::SIGKILL)) {
+                    report.problem(
+                        KILLS,
+                        format!(
+                            "{at}: landed {}, yet {} ended with signal {:?}",
+                            k.landed, k.step, p.signal
+                        ),
+                    );
+                }
+            }
+        }
+        // A due moment takes precedence over a retry (pipeline.rs, step 3 of its loop).
+        if next < schedule.len() && schedule[next] <= k.progress_units {
+            if k.at_units != schedule[next] {
+                report.problem(
+                    KILLS,
+                    format!(
+                        "{at}: at_units {}, the seed schedules {}",
+                        k.at_units, schedule[next]
+                    ),
+                );
+            }
+            next += 1;
+        } else if retries_owed > 0 && k.at_units == k.progress_units {
+            retries_owed -= 1;
+        } else {
+            report.problem(
+                KILLS,
+                format!("{at}: neither a moment of the seed's schedule nor a retry of a kill that missed"),
+            );
+        }
+        if !k.landed {
+            retries_owed += 1;
+        }
+    }
+}

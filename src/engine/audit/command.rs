@@ -1,0 +1,72 @@
+//! The recorded command (`processes.json` `command`), parsed by the very parser the binary
+//! uses, so the audit knows exactly what the driver or chaos was asked to do. (`--no-trace`
+//! changes neither: the children of both always trace.)
+
+use crate::cli::{Cli, Command};
+use crate::crash::Mode;
+
+/// What `crashlab driver LAB …` asked for.
+pub struct Driver {
+    pub lab: String,
+    pub keep_db: bool,
+    pub moves: Vec<String>,
+    pub crash_mode: Mode,
+    pub step_timeout_ms: u64,
+}
+
+/// What `crashlab chaos LAB …` asked for.
+pub struct Chaos {
+    pub lab: String,
+    pub options: crate::engine::load::chaos::Options,
+}
+
+pub enum Parsed {
+    Driver(Driver),
+    Chaos(Chaos),
+}
+
+/// Parse a recorded command line; an error says why it is not one of a run's commands.
+pub fn parse(command: &[String]) -> Result<Parsed, String> {
+    let cli = Cli::parse_recorded(command).map_err(|reason| match reason {
+        None => format!("command {command:?} does not start with crashlab"),
+        Some(first) => format!(
+            "command {:?} is not one crashlab accepts: {}",
+            command.join(" "),
+            if first.is_empty() {
+                "does not parse"
+            } else {
+                &first
+            }
+        ),
+    })?;
+    match cli.command {
+        Command::Driver {
+            lab,
+            out: _,
+            keep_db,
+            moves,
+            crash_mode,
+            step_timeout_ms,
+        } => Ok(Parsed::Driver(Driver {
+            lab,
+            keep_db,
+            moves,
+            crash_mode,
+            step_timeout_ms,
+        })),
+        command @ Command::Chaos { .. } => {
+            let (lab, options) = command.into_chaos().expect("a chaos command");
+            Ok(Parsed::Chaos(Chaos { lab, options }))
+        }
+        _ => Err(format!(
+            "command {:?} is neither a driver nor a chaos run",
+            command.join(" ")
+        )),
+    }
+}
+
+pub fn mode_named(name: &str) -> Option<Mode> {
+    [Mode::Exit, Mode::Abort, Mode::Kill, Mode::Hang]
+        .into_iter()
+        .find(|m| m.name() == name)
+}

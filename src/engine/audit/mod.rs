@@ -1,0 +1,140 @@
+//! `crashlab audit DIR`: re-check a run's evidence offline, trusting nothing it can re-derive.
+//!
+//! It reads only DIR (through one snapshot of its plain files that never follows a symlink,
+//! tree.rs) and, for the source comparison, the checkout, and reports every problem, not just
+//! the first: (1) manifest digests, nothing unlisted, nothing the run does not write; (2) the
+//! recorded command, parsed as the binary parses it, rebuilds every process record (run.rs,
+//! chaos.rs); (3) each output is bound to its own process (output.rs, ending.rs,
+//! statements.rs); (4) the driver's checker judges the raw output again and results.json must
+//! be that judgement field by field (results.rs); (5) the replay of the SQL history
+//! (replayed.rs); (6) database-files.json in the driver's order and consistent, kept databases
+//! by their rows (database.rs, kept.rs); (7) sources against the checkout. Fields no file can
+//! prove are listed as attested.
+
+mod chaos;
+mod chaos_amounts;
+mod chaos_logs;
+mod command;
+mod database;
+mod ending;
+mod kept;
+mod manifest;
+mod output;
+#[cfg(test)]
+mod output_tests;
+mod pictures;
+mod replayed;
+mod report;
+mod results;
+mod run;
+mod sequence;
+mod sources;
+mod statements;
+mod tree;
+
+use std::path::Path;
+
+use serde::Serialize;
+
+use crate::engine::evidence::{self, Manifest};
+
+pub use report::run;
+
+use tree::Tree;
+
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct Problem {
+    pub file: String,
+    pub problem: String,
+}
+
+#[derive(Debug, Default, Serialize)]
+pub struct Report {
+    pub ok: bool,
+    pub lab: Option<String>,
+    pub processes: usize,
+    pub crashes: usize,
+    pub conflicts: usize,
+    pub study: Vec<String>,
+    /// `lab`, or `chaos` for a chaos run.
+    pub kind: String,
+    /// The PASS line's description, when the kind writes its own.
+    #[serde(skip)]
+    pub summary: String,
+    /// `match`, `differ`, or `no checkout`.
+    pub sources: String,
+    pub sources_changed: Vec<String>,
+    /// Fields no raw file can prove, by file: recorded, shown, not checked.
+    pub attested: Vec<String>,
+    pub problems: Vec<Problem>,
+}
+
+impl Report {
+    pub(crate) fn problem(&mut self, file: &str, problem: impl Into<String>) {
+        self.problems.push(Problem {
+            file: file.to_string(),
+            problem: problem.into(),
+        });
+    }
+
+    /// One line per distinct problem, in the order found (two checks may see the same).
+    fn dedup(&mut self) {
+        let mut seen = std::collections::BTreeSet::new();
+        self.problems
+            .retain(|p| seen.insert((p.file.clone(), p.problem.clone())));
+    }
+}
+
+pub fn audit(dir: &Path, strict_sources: bool) -> Report {
+    let mut report = Report {
+        sources: "not compared (no manifest)".to_string(),
+        kind: "lab".to_string(),
+        ..Report::default()
+    };
+    if !dir.is_dir() {
+        report.problem(
+            &dir.display().to_string(),
+            "not a directory: nothing to audit",
+        );
+        return report;
+    }
+    // Every check reads from this one snapshot of DIR's plain files: no check opens a path
+    // of its own, so none can follow a symlink.
+    let tree = Tree::load(&mut report, dir);
+    let manifest: Option<Manifest> = tree.json(&mut report, evidence::MANIFEST);
+    if let Some(m) = &manifest {
+        manifest::check_files(&mut report, &tree, m);
+    }
+    if tree.has_file(EXPLORE) {
+        // An explore run: its files are checked against the manifest; the cases' verdicts
+        // are not re-derived here (each case keeps its databases only when it broke).
+        report.kind = "explore".to_string();
+        let explore: Option<serde_json::Value> = tree.json(&mut report, EXPLORE);
+        if let Some(e) = explore {
+            let lab = e["lab"].as_str().unwrap_or("?").to_string();
+            report.lab = Some(lab.clone());
+            report.summary = format!(
+                "explore {}, {} files, hashes (the cases' claims are not re-checked by the audit)",
+                lab.split('-').next().unwrap_or("?"),
+                manifest.as_ref().map_or(0, |m| m.files.len())
+            );
+        }
+        report.attested = vec![format!("{EXPLORE} and every case's claims")];
+    } else if tree.has_file(CHAOS) {
+        chaos::check_chaos(&mut report, &tree);
+    } else {
+        run::check_run(&mut report, &tree);
+    }
+    if let Some(m) = &manifest {
+        sources::check_sources(&mut report, dir, m, strict_sources);
+    }
+    report.dedup();
+    report.ok = report.problems.is_empty();
+    report
+}
+
+/// The report of a `crashlab chaos` run; its presence marks a chaos evidence directory.
+pub(crate) const CHAOS: &str = "chaos.json";
+pub(crate) const KILLS: &str = "kills.json";
+/// The report of a `crashlab explore` run.
+pub(crate) const EXPLORE: &str = "explore.json";

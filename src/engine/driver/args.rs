@@ -1,0 +1,137 @@
+//! What a user gives the driver: crash moves (`--move-crash`), the output directory (claimed
+//! before the run, refused when it exists) and its default name.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use anyhow::Result;
+
+use crate::crash;
+use crate::engine::scenario::Scenario;
+use crate::engine::Lab;
+use crate::fail;
+
+/// Apply `--move-crash` to the scenarios; every error is a usage error naming the move.
+pub fn apply_moves(lab: &Lab, scenarios: &mut [Scenario], moves: &[String]) -> Result<()> {
+    for spec in moves {
+        let (name, point) = spec.split_once('=').ok_or_else(|| {
+            fail::usage(format!(
+                "--move-crash {spec}: expected STEP=POINT[@N] or STEP=none"
+            ))
+        })?;
+        // `SCENARIO/STEP` names one step; a bare `STEP` every step of that name.
+        let (only, step_name) = match name.split_once('/') {
+            Some((scenario, step)) => (Some(scenario), step),
+            None => (None, name),
+        };
+        let matching: Vec<&mut crate::engine::scenario::Step> = scenarios
+            .iter_mut()
+            .filter(|s| only.is_none_or(|o| o == s.name))
+            .flat_map(|s| s.steps.iter_mut())
+            .filter(|s| s.name == step_name)
+            .collect();
+        if matching.is_empty() {
+            return Err(fail::usage(format!(
+                "--move-crash {spec}: lab {} has no step '{name}'",
+                lab.id
+            )));
+        }
+        for step in matching {
+            if point == "none" {
+                // No crash: the step runs to its end and must exit 0 (results.json says so).
+                step.crash = None;
+                step.expected_exit = fail::EXIT_OK;
+                continue;
+            }
+            if !lab.points.iter().any(|p| p.phase() == step.phase) {
+                return Err(fail::usage(format!(
+                    "--move-crash {spec}: step {name} runs {}, which has no crash points",
+                    step.phase
+                )));
+            }
+            crash::parse(point, lab.points, Some(step.phase))?;
+            step.crash = Some(point.to_string());
+        }
+    }
+    Ok(())
+}
+
+/// A path a user gave, refused when it exists; its `.partial` sibling is where the run writes
+/// until it is complete, so the final directory appears whole or not at all.
+pub fn claim_out(out: &Path) -> Result<PathBuf> {
+    if out.exists() {
+        return Err(fail::usage(format!(
+            "output directory {} already exists; choose a new one (evidence is never overwritten)",
+            out.display()
+        )));
+    }
+    let name = out
+        .file_name()
+        .ok_or_else(|| fail::usage(format!("output directory {} has no name", out.display())))?;
+    let partial = out.with_file_name(format!("{}.partial", name.to_string_lossy()));
+    if partial.exists() {
+        return Err(fail::usage(format!(
+            "{} exists: another run is writing there, or one was interrupted (remove it)",
+            partial.display()
+        )));
+    }
+    // A parent that is a file (`--out afile/sub`) is bad input, said before anything is made.
+    if let Some(file) = out.ancestors().skip(1).find(|a| a.is_file()) {
+        return Err(fail::usage(format!(
+            "output directory {}: {} is a file, not a directory",
+            out.display(),
+            file.display()
+        )));
+    }
+    if let Some(parent) = out.parent().filter(|p| !p.as_os_str().is_empty()) {
+        fs::create_dir_all(parent).map_err(|e| out_error(e, parent))?;
+    }
+    fs::create_dir(&partial).map_err(|e| out_error(e, &partial))?;
+    Ok(partial)
+}
+
+/// A directory for the output that cannot be made: a path the user may not write or that
+/// names no directory is bad input (exit 2); anything else (a full disk) an I/O error (74).
+fn out_error(error: std::io::Error, path: &Path) -> anyhow::Error {
+    use std::io::ErrorKind;
+    let message = format!("creating {}: {error}", path.display());
+    match error.kind() {
+        ErrorKind::PermissionDenied
+        | ErrorKind::ReadOnlyFilesystem
+        | ErrorKind::NotADirectory
+        | ErrorKind::AlreadyExists
+        | ErrorKind::InvalidFilename => fail::usage(message),
+        _ => fail::io(message),
+    }
+}
+
+/// `target/lab/14-outbox-inbox-20261202T190000Z`: the default output directory.
+pub fn default_out(lab: &Lab) -> PathBuf {
+    PathBuf::from("target")
+        .join("lab")
+        .join(format!("{}-{}", lab.full_name(), utc_stamp()))
+}
+
+/// The UTC time as `YYYYMMDDTHHMMSSZ` (civil-from-days, Howard Hinnant's algorithm).
+pub fn utc_stamp() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0);
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}{month:02}{day:02}T{:02}{:02}{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}

@@ -1,0 +1,400 @@
+//! The driver: run a lab's scenarios, each step a fresh process in the run's work directory,
+//! check every step as it ends, record everything, and print the table.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+
+use crate::crash::Mode;
+use crate::engine::check::check;
+use crate::engine::evidence::{self, Process, Processes, Results, StepResult};
+use crate::engine::files::{self, FileRow};
+use crate::engine::freeze;
+use crate::engine::process;
+use crate::engine::report;
+use crate::engine::scenario::{Expect, Scenario, Step, Stop};
+use crate::engine::Lab;
+use crate::fail;
+use crate::store;
+
+pub struct Options {
+    pub out: PathBuf,
+    pub keep_db: bool,
+    /// `STEP=POINT[@N]` or `STEP=none`.
+    pub moves: Vec<String>,
+    pub crash_mode: Mode,
+    pub step_timeout_ms: u64,
+    /// The driver's own arguments after `crashlab`, for the record.
+    pub command: Vec<String>,
+}
+
+/// The largest step timeout accepted: a step is milliseconds of work.
+pub const STEP_TIMEOUT_MS_MAX: u64 = 600_000;
+
+mod args;
+mod table;
+
+pub use args::{apply_moves, claim_out, default_out, utc_stamp};
+
+pub struct Run {
+    pub processes: Processes,
+    pub results: Results,
+    pub files: Vec<FileRow>,
+    pub readbacks: BTreeMap<String, String>,
+}
+
+pub fn pragmas() -> BTreeMap<String, String> {
+    store::PRAGMAS
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+/// Run the lab into `options.out`. Returns the process exit code: 0 when every expectation held.
+pub fn run(lab: &Lab, options: &Options) -> Result<i32> {
+    if options.step_timeout_ms == 0 || options.step_timeout_ms > STEP_TIMEOUT_MS_MAX {
+        return Err(fail::usage(format!(
+            "--step-timeout-ms {} is out of range (1 to {STEP_TIMEOUT_MS_MAX})",
+            options.step_timeout_ms
+        )));
+    }
+    let mut scenarios = (lab.scenarios)();
+    apply_moves(lab, &mut scenarios, &options.moves)?;
+    crate::interrupt::catch().context("catching SIGINT and SIGTERM")?;
+    let partial = claim_out(&options.out)?;
+    let started = Instant::now();
+    let result = execute(lab, options, &scenarios, &partial, started);
+    // SIGINT or SIGTERM: the steps' children were killed and the work directories removed
+    // as the run unwound; what it wrote goes too, and one line says so (exit 130).
+    if let Some(signal) = crate::interrupt::caught() {
+        return Err(crate::interrupt::finish(signal, Some(&partial)));
+    }
+    let run = match result {
+        Ok(run) => run,
+        Err(e) => {
+            // Leave the partial directory for inspection; it is never mistaken for evidence.
+            return Err(e.context(format!(
+                "the run stopped; what it wrote is in {}",
+                partial.display()
+            )));
+        }
+    };
+    evidence::publish(&partial, &options.out)?;
+    table::print_report(lab, &run, &scenarios, options);
+    Ok(if run.results.ok {
+        fail::EXIT_OK
+    } else {
+        fail::EXIT_FAILED
+    })
+}
+
+fn execute(
+    lab: &Lab,
+    options: &Options,
+    scenarios: &[Scenario],
+    dir: &Path,
+    started: Instant,
+) -> Result<Run> {
+    let exe = std::env::current_exe().context("locating the crashlab binary")?;
+    // The checkout's commit is asked of git while the steps run: two git processes cost
+    // milliseconds a run should not wait for. The steps never touch the checkout.
+    let git =
+        std::thread::spawn(|| evidence::build_checkout().and_then(|c| evidence::git_state(&c)));
+    let timeout = Duration::from_millis(options.step_timeout_ms);
+    let mut processes = Vec::new();
+    let mut steps = Vec::new();
+    let mut files = Vec::new();
+    let mut readbacks = BTreeMap::new();
+    let mut logical_cache = files::LogicalCache::new();
+    for scenario in scenarios {
+        let work = tempfile::Builder::new()
+            .prefix("crashlab-work-")
+            .tempdir()
+            .context("creating the work directory")?;
+        let sub = scenario.dir.clone().unwrap_or_default();
+        if !sub.is_empty() {
+            fs::create_dir_all(dir.join(&sub)).with_context(|| format!("creating {sub}"))?;
+        }
+        // One slot per step, filled when its process ends, so the record keeps step order
+        // even when a background process ends after later steps.
+        let mut slots: Vec<Option<(Process, StepResult)>> = vec![None; scenario.steps.len()];
+        let mut running: Vec<(usize, process::Started)> = Vec::new();
+        let mut reaper = process::Reaper(Vec::new());
+        let ctx = Ctx {
+            scenario,
+            sub: &sub,
+            dir,
+            mode: options.crash_mode,
+        };
+        for (index, step) in scenario.steps.iter().enumerate() {
+            let (stdout_rel, stderr_rel) = ctx.rel(step);
+            let argv = step.argv(options.crash_mode);
+            match step.background {
+                None => {
+                    let ended = process::run(
+                        &exe,
+                        &argv,
+                        work.path(),
+                        &dir.join(&stdout_rel),
+                        &dir.join(&stderr_rel),
+                        timeout,
+                    )?;
+                    io_failure(&scenario.name, step, &ended, &dir.join(&stderr_rel))?;
+                    slots[index] = Some(ctx.finish(step, &ended, &mut readbacks));
+                }
+                Some(background) => {
+                    let started = process::spawn(
+                        &exe,
+                        &argv,
+                        work.path(),
+                        &dir.join(&stdout_rel),
+                        &dir.join(&stderr_rel),
+                    )?;
+                    reaper.0.push(started.pid);
+                    match process::await_ready(
+                        &started,
+                        &dir.join(&stdout_rel),
+                        background.ready,
+                        timeout,
+                    )? {
+                        Ok(()) => running.push((index, started)),
+                        Err(ended) => {
+                            let ended = match ended {
+                                Some(ended) => ended,
+                                None => process::stop(&started, false, Duration::from_millis(1))?,
+                            };
+                            reaper.0.retain(|p| *p != started.pid);
+                            slots[index] = Some(ctx.finish(step, &ended, &mut readbacks));
+                        }
+                    }
+                }
+            }
+            // Nothing writes a file while it is read: live background steps are stopped
+            // for the snapshot and named in its rows (lab/freeze.rs says why).
+            let live: Vec<libc::pid_t> = running.iter().map(|(_, s)| s.pid).collect();
+            let frozen_steps: Vec<String> = running
+                .iter()
+                .map(|(i, _)| scenario.steps[*i].name.clone())
+                .collect();
+            let frozen = freeze::freeze(&live)?;
+            let mut rows = files::snapshot_cached(
+                work.path(),
+                lab.databases,
+                &scenario.name,
+                &step.name,
+                &mut logical_cache,
+            );
+            drop(frozen);
+            for row in rows.iter_mut().flatten() {
+                row.frozen = frozen_steps.clone();
+            }
+            files.extend(rows?);
+            // Background processes whose time is up after this step.
+            let due: Vec<usize> = running
+                .iter()
+                .enumerate()
+                .filter(|(_, (i, _))| {
+                    scenario.steps[*i]
+                        .background
+                        .and_then(|b| b.stop_after)
+                        .is_some_and(|after| after == step.name)
+                })
+                .map(|(at, _)| at)
+                .collect();
+            for at in due.into_iter().rev() {
+                let (i, started) = running.remove(at);
+                let ended = ctx.stop(&scenario.steps[i], &started, timeout)?;
+                reaper.0.retain(|p| *p != started.pid);
+                slots[i] = Some(ctx.finish(&scenario.steps[i], &ended, &mut readbacks));
+            }
+        }
+        // The scenario's end: nothing it started outlives it.
+        for (i, started) in running.drain(..) {
+            let ended = ctx.stop(&scenario.steps[i], &started, timeout)?;
+            reaper.0.retain(|p| *p != started.pid);
+            slots[i] = Some(ctx.finish(&scenario.steps[i], &ended, &mut readbacks));
+        }
+        drop(reaper);
+        // Every process of the scenario has ended: the state it leaves, which a kept
+        // database must show.
+        let end = files::snapshot_cached(
+            work.path(),
+            lab.databases,
+            &scenario.name,
+            files::END,
+            &mut logical_cache,
+        )?;
+        for slot in slots {
+            let (process, result) = slot.expect("every step of a scenario has ended");
+            processes.push(process);
+            steps.push(result);
+        }
+        if options.keep_db {
+            let db_dir = if sub.is_empty() {
+                dir.join("db")
+            } else {
+                dir.join("db").join(&sub)
+            };
+            fs::create_dir_all(&db_dir)
+                .with_context(|| format!("creating {}", db_dir.display()))?;
+            for row in end.iter().filter(|r| r.exists) {
+                if !lab.databases.contains(&row.file.as_str()) {
+                    continue;
+                }
+                let logical = files::keep(work.path(), &row.file, &db_dir)?;
+                // Postcondition: the kept file holds the rows the `<end>` row records.
+                anyhow::ensure!(
+                    logical == row.logical_sha256,
+                    "kept {} does not show the state recorded after scenario {}",
+                    row.file,
+                    scenario.name
+                );
+            }
+        }
+        files.extend(end);
+    }
+    let ok = steps.iter().all(|s| s.ok);
+    let mut command = vec!["crashlab".to_string()];
+    command.extend(options.command.iter().cloned());
+    let processes = Processes {
+        lab: lab.full_name(),
+        crashlab_version: env!("CARGO_PKG_VERSION").to_string(),
+        git: git.join().unwrap_or(None),
+        sqlite_version: store::sqlite_version(),
+        pragmas: pragmas(),
+        command,
+        crash_mode: options.crash_mode.name().to_string(),
+        step_timeout_ms: options.step_timeout_ms,
+        moved_crashes: options.moves.clone(),
+        total_wall_ms: 0.0,
+        processes,
+    };
+    let results = Results {
+        lab: lab.full_name(),
+        ok,
+        steps,
+    };
+    let mut run = Run {
+        processes,
+        results,
+        files,
+        readbacks,
+    };
+    evidence::write_json(dir, evidence::RESULTS, &run.results)?;
+    evidence::write_database_files(dir, &run.files)?;
+    // The total covers every step and every snapshot, up to the last evidence file.
+    run.processes.total_wall_ms = (started.elapsed().as_secs_f64() * 1e6).round() / 1000.0;
+    evidence::write_json(dir, evidence::PROCESSES, &run.processes)?;
+    report::write(dir)?;
+    evidence::write_manifest(dir)?;
+    Ok(run)
+}
+
+/// A step that ended with an I/O error (exit 74: a full disk) says nothing about the protocol,
+/// and every later step would fail for it too: the run stops here, naming the step.
+fn io_failure(scenario: &str, step: &Step, ended: &process::Ended, stderr: &Path) -> Result<()> {
+    if ended.exit != fail::EXIT_IOERR {
+        return Ok(());
+    }
+    let said = fs::read_to_string(stderr).unwrap_or_default();
+    let said = said.lines().next().unwrap_or("no message").trim();
+    let said = said.strip_prefix("crashlab: ").unwrap_or(said);
+    Err(fail::io(format!(
+        "step {scenario}/{} ended with an I/O error (exit 74: {said}); is the work directory's or the evidence directory's disk full?",
+        step.name
+    )))
+}
+
+/// What finishing a step needs to know of its scenario.
+struct Ctx<'a> {
+    scenario: &'a Scenario,
+    sub: &'a str,
+    dir: &'a Path,
+    mode: Mode,
+}
+
+impl Ctx<'_> {
+    /// The step's stdout and stderr files, relative to the run's directory.
+    fn rel(&self, step: &Step) -> (String, String) {
+        let rel = |kind: &str| {
+            if self.sub.is_empty() {
+                format!("{}.{kind}.txt", step.name)
+            } else {
+                format!("{}/{}.{kind}.txt", self.sub, step.name)
+            }
+        };
+        (rel("stdout"), rel("stderr"))
+    }
+
+    fn stop(
+        &self,
+        step: &Step,
+        started: &process::Started,
+        timeout: Duration,
+    ) -> Result<process::Ended> {
+        let term = step.background.is_some_and(|b| b.stop == Stop::Term);
+        process::stop(started, term, timeout)
+    }
+
+    /// Check an ended step and make its record.
+    fn finish(
+        &self,
+        step: &Step,
+        ended: &process::Ended,
+        readbacks: &mut BTreeMap<String, String>,
+    ) -> (Process, StepResult) {
+        let (stdout_rel, stderr_rel) = self.rel(step);
+        let stdout = fs::read_to_string(self.dir.join(&stdout_rel)).unwrap_or_default();
+        let stderr = fs::read_to_string(self.dir.join(&stderr_rel)).unwrap_or_default();
+        let verdict = check(
+            step,
+            self.mode,
+            ended.exit,
+            ended.timed_out,
+            &stdout,
+            &stderr,
+        );
+        if let Expect::Readback(_) = step.expect {
+            if let Some(line) = stdout.lines().rev().find(|l| l.starts_with('{')) {
+                readbacks.insert(
+                    readback_key(&self.scenario.name, &step.name),
+                    line.to_string(),
+                );
+            }
+        }
+        let mut argv = vec!["crashlab".to_string()];
+        argv.extend(step.argv(self.mode));
+        let process = Process {
+            scenario: self.scenario.name.clone(),
+            step: step.name.clone(),
+            argv,
+            expected_exit: verdict.expected["exit"].as_i64().unwrap_or_default() as i32,
+            exit: ended.exit,
+            signal: ended.signal,
+            crash_point: step.crash.clone(),
+            crash_mode: step.crash.as_ref().map(|_| self.mode.name().to_string()),
+            stdout: stdout_rel,
+            stderr: stderr_rel,
+            wall_ms: (ended.wall_ms * 1000.0).round() / 1000.0,
+            max_rss_kb: ended.max_rss_kb,
+            timed_out: ended.timed_out,
+        };
+        let result = StepResult {
+            scenario: self.scenario.name.clone(),
+            step: step.name.clone(),
+            ok: verdict.problems.is_empty(),
+            expected: verdict.expected,
+            observed: verdict.observed,
+            problems: verdict.problems,
+        };
+        (process, result)
+    }
+}
+
+/// Readbacks are kept by scenario and step: lab 13 repeats step names across scenarios.
+fn readback_key(scenario: &str, step: &str) -> String {
+    format!("{scenario}/{step}")
+}

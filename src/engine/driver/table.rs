@@ -1,0 +1,140 @@
+//! The table a driver run prints: one row per step, one per scenario, then the verdict.
+
+use crate::crash;
+use crate::engine::evidence::StepResult;
+use crate::engine::scenario::{Expect, Scenario};
+use crate::engine::Lab;
+
+use super::{readback_key, Options, Run};
+
+pub(super) fn print_report(lab: &Lab, run: &Run, scenarios: &[Scenario], options: &Options) {
+    crate::say!(
+        "lab {} ({}): {}; evidence in {}",
+        lab.id,
+        lab.slug,
+        lab.title,
+        options.out.display()
+    );
+    crate::say!();
+    let width = scenarios
+        .iter()
+        .flat_map(|s| s.steps.iter())
+        .map(|s| s.name.len())
+        .max()
+        .unwrap_or(0)
+        .max(18);
+    crate::say!(
+        "{:<width$} {:>6} {:>5} {:>8}  state",
+        "step",
+        "expect",
+        "exit",
+        "wall_ms"
+    );
+    let all_steps = scenarios.iter().flat_map(|s| s.steps.iter());
+    let mut current: Option<&str> = None;
+    for ((p, r), step) in run
+        .processes
+        .processes
+        .iter()
+        .zip(&run.results.steps)
+        .zip(all_steps)
+    {
+        if scenarios.len() > 1 && current != Some(p.scenario.as_str()) {
+            current = Some(p.scenario.as_str());
+            crate::say!("[{}]", p.scenario);
+        }
+        let state = match &step.expect {
+            Expect::Readback(stage) => {
+                let readback = run
+                    .readbacks
+                    .get(&readback_key(&p.scenario, &p.step))
+                    .and_then(|l| serde_json::from_str(l).ok());
+                stage.describe(readback.as_ref())
+            }
+            Expect::Crash => match (&step.crash, r.observed["crash_line"] == true) {
+                (Some(point), true) => format!("CRASH {point}"),
+                (Some(spec), false) if r.observed["not_reached"] == true => {
+                    let (point, hit) = crash::split_spec(spec);
+                    crash::not_reached_line(point, hit)
+                }
+                (Some(point), false) => format!("no CRASH line (armed {point})"),
+                (None, _) => "no crash (moved away)".to_string(),
+            },
+            Expect::Output(text) if r.observed["output"] == true => format!("'{text}'"),
+            Expect::Output(text) => format!("no '{text}' in the output"),
+            Expect::Exit => String::new(),
+        };
+        let mark = if r.ok { "" } else { "  <-- FAILED" };
+        crate::say!(
+            "{:<width$} {:>6} {:>5} {:>8.2}  {state}{mark}",
+            p.step,
+            p.expected_exit,
+            p.exit,
+            p.wall_ms
+        );
+    }
+    crate::say!();
+    if scenarios.len() > 1 {
+        print_scenarios(run, scenarios);
+    }
+    let failed: Vec<&StepResult> = run.results.steps.iter().filter(|s| !s.ok).collect();
+    for s in &failed {
+        for problem in &s.problems {
+            if scenarios.len() > 1 {
+                crate::say!("  {}/{}: {problem}", s.scenario, s.step);
+            } else {
+                crate::say!("  {}: {problem}", s.step);
+            }
+        }
+    }
+    let total = run.processes.total_wall_ms;
+    let n = run.processes.processes.len();
+    if failed.is_empty() {
+        crate::say!("PASS: {n} processes, every expectation held; total wall_ms {total:.1}");
+        if !options.moves.is_empty() {
+            crate::say!(
+                "note: the moved crash ({}) broke no expectation",
+                options.moves.join(", ")
+            );
+        }
+    } else {
+        crate::say!(
+            "FAIL: {} of {n} steps did not hold their expectations; total wall_ms {total:.1}",
+            failed.len()
+        );
+    }
+}
+
+/// One line per scenario: its last readback (the counts it must end with) and whether every
+/// step held.
+fn print_scenarios(run: &Run, scenarios: &[Scenario]) {
+    crate::say!("{:<28} {:<4} final state", "scenario", "ok");
+    for scenario in scenarios {
+        let ok = run
+            .results
+            .steps
+            .iter()
+            .filter(|r| r.scenario == scenario.name)
+            .all(|r| r.ok);
+        let last = scenario.steps.iter().rev().find_map(|s| match &s.expect {
+            Expect::Readback(stage) => Some((s, stage)),
+            _ => None,
+        });
+        let state = match last {
+            Some((step, stage)) => {
+                let readback = run
+                    .readbacks
+                    .get(&readback_key(&scenario.name, &step.name))
+                    .and_then(|l| serde_json::from_str(l).ok());
+                stage.describe(readback.as_ref())
+            }
+            None => String::new(),
+        };
+        crate::say!(
+            "{:<28} {:<4} {state}",
+            scenario.name,
+            if ok { "yes" } else { "NO" }
+        );
+    }
+    crate::say!();
+}

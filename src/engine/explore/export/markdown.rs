@@ -1,0 +1,97 @@
+//! `explore.md`: the same table as stdout, as Markdown.
+
+use std::fmt::Write;
+
+use crate::engine::explore::check::Invariant;
+use crate::engine::explore::export::{matrix, summary, Colour};
+use crate::engine::explore::Report;
+use crate::engine::Lab;
+
+pub fn render(lab: &Lab, report: &Report) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "# crashlab explore {}: {}", lab.full_name(), lab.title);
+    let _ = writeln!(s);
+    let _ = writeln!(
+        s,
+        "Crash mode `{}`, files on {}, {} cases ({} processes), {:.0} ms, {:.1} cases/s on {} jobs.",
+        report.crash_mode,
+        report.work_fs,
+        report.cases.len(),
+        report.processes,
+        report.wall_ms,
+        report.cases_per_s,
+        report.jobs
+    );
+    let _ = writeln!(
+        s,
+        "Cells: `ok N` held in N cases (one per hit `@N`), `BREAKS b/n` broke in b of n, `-` not reached; `*` marks the break the design predicts."
+    );
+    for block in matrix(report) {
+        let _ = writeln!(s);
+        let _ = writeln!(
+            s,
+            "## {} ({} cases): {}",
+            block.variant,
+            block.cases,
+            summary(&block)
+        );
+        let _ = writeln!(s);
+        let _ = write!(s, "| point | hits |");
+        for inv in Invariant::ALL {
+            let _ = write!(s, " {} |", inv.title());
+        }
+        for title in report.words.count_titles {
+            let _ = write!(s, " {title} |");
+        }
+        let _ = writeln!(s);
+        let _ = writeln!(
+            s,
+            "|---|---:|{}",
+            "---|".repeat(5) + &"---:|".repeat(report.words.count_titles.len())
+        );
+        for row in &block.rows {
+            let _ = write!(s, "| `{}` | {} |", row.point, row.probe_hits);
+            if row.cells[0].colour() == Colour::NotReached {
+                let _ = writeln!(
+                    s,
+                    " not reached |{}",
+                    " |".repeat(4 + report.words.count_titles.len())
+                );
+                continue;
+            }
+            for cell in &row.cells {
+                let text = cell.text();
+                if cell.predicted {
+                    let _ = write!(s, " **{text}** * |");
+                } else if cell.colour() == Colour::Breaks {
+                    let _ = write!(s, " **{text}** |");
+                } else {
+                    let _ = write!(s, " {text} |");
+                }
+            }
+            for v in &row.counts {
+                let _ = write!(s, " {v} |");
+            }
+            let _ = writeln!(s);
+        }
+    }
+    let _ = writeln!(s);
+    let _ = writeln!(s, "## Verdict");
+    let _ = writeln!(s);
+    for finding in &report.findings {
+        let _ = writeln!(s, "- {finding}");
+    }
+    for d in &report.differences {
+        let _ = writeln!(s, "- differs: {d}");
+    }
+    let _ = writeln!(
+        s,
+        "\n**{}**",
+        if report.ok {
+            report.words.pass
+        } else {
+            "FAIL: the run differs from what the designs predict"
+        }
+    );
+    s
+}

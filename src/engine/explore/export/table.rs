@@ -1,0 +1,77 @@
+//! The table on stdout: one block per variant, points as rows, invariants as columns.
+
+use std::fmt::Write;
+use std::path::Path;
+
+use crate::engine::explore::check::Invariant;
+use crate::engine::explore::export::{matrix, summary, Colour};
+use crate::engine::explore::Report;
+use crate::engine::Lab;
+
+pub fn render(lab: &Lab, report: &Report, out: &Path) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "lab {} ({}): {}", lab.id, lab.slug, lab.title);
+    let _ = writeln!(
+        s,
+        "explore: crash mode {}, files on {}, {} cases ({} processes) in {:.0} ms, {:.1} cases/s, {} jobs; evidence in {}",
+        report.crash_mode,
+        report.work_fs,
+        report.cases.len(),
+        report.processes,
+        report.wall_ms,
+        report.cases_per_s,
+        report.jobs,
+        out.display()
+    );
+    for block in matrix(report) {
+        let _ = writeln!(s);
+        let _ = writeln!(
+            s,
+            "{} ({} cases): {}",
+            block.variant,
+            block.cases,
+            summary(&block)
+        );
+        let _ = write!(s, "{:<32} {:>4}", "point", "hits");
+        for inv in Invariant::ALL {
+            let _ = write!(s, " {:>11}", inv.short());
+        }
+        for title in report.words.count_titles {
+            let _ = write!(s, " {title:>10}");
+        }
+        let _ = writeln!(s);
+        for row in &block.rows {
+            let _ = write!(s, "{:<32} {:>4}", row.point, row.probe_hits);
+            if row.cells[0].colour() == Colour::NotReached {
+                let _ = writeln!(s, " {:>11}", "not reached");
+                continue;
+            }
+            for cell in &row.cells {
+                let mark = if cell.predicted { "*" } else { "" };
+                let _ = write!(s, " {:>11}", format!("{mark}{}", cell.text()));
+            }
+            for v in &row.counts {
+                let _ = write!(s, " {v:>10}");
+            }
+            let _ = writeln!(s);
+        }
+    }
+    let _ = writeln!(s);
+    let _ = writeln!(s, "{}", report.words.legend);
+    for finding in &report.findings {
+        let _ = writeln!(s, "  {finding}");
+    }
+    if report.ok {
+        let _ = writeln!(s, "{}", report.words.pass);
+    } else {
+        for d in &report.differences {
+            let _ = writeln!(s, "  differs: {d}");
+        }
+        let _ = writeln!(
+            s,
+            "FAIL: {} differences from what the designs predict",
+            report.differences.len()
+        );
+    }
+    s
+}

@@ -1,0 +1,327 @@
+//! Facts about database files after a step: size, raw digest, and the logical digest.
+//!
+//! `logical_sha256` digests content, not pages (in the spirit of SQLite's dbhash): the schema,
+//! then every table's rows in primary-key order, each value with its type. VACUUM or another
+//! page size leaves it unchanged. It is computed on a private copy of the file and its WAL, so
+//! taking the digest never touches the evidence (a reader of a WAL file creates `-shm`).
+
+use std::fs;
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use rusqlite::types::ValueRef;
+use rusqlite::{Connection, OpenFlags};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::labs::outbox_inbox::model::hex;
+
+/// One row of `database-files.json`; read strictly, so a field the driver does not write
+/// makes a malformed row (the audit relies on it).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileRow {
+    pub scenario: String,
+    pub after_step: String,
+    pub file: String,
+    pub exists: bool,
+    pub bytes: u64,
+    pub sha256: Option<String>,
+    pub logical_sha256: Option<String>,
+    /// Background steps of the scenario that were alive, and stopped with SIGSTOP, while
+    /// this row was taken (README, "Evidence"): a database one of them writes shows some
+    /// prefix of that process's commits. Empty when nothing else was running.
+    #[serde(default)]
+    pub frozen: Vec<String>,
+}
+
+/// `after_step` of the rows taken once every process of a scenario has ended: the state a
+/// kept database (`--keep-db`) must show.
+pub const END: &str = "<end>";
+
+/// Files that may lie beside a database and hold its state. The `-shm` wal-index is
+/// housekeeping (any reader rewrites it, and SQLite rebuilds it from the WAL), so it is not
+/// recorded.
+pub const SIDE_SUFFIXES: &[&str] = &["-wal", "-journal"];
+
+pub fn sha256_file(path: &Path) -> Result<(u64, String)> {
+    let bytes = fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+    Ok((bytes.len() as u64, hex(&Sha256::digest(&bytes))))
+}
+
+/// Logical digests already taken, by the raw digests of a database file and of its WAL: a
+/// file that did not change since the last step is not copied and read again.
+pub type LogicalCache = std::collections::HashMap<(String, Option<String>), Option<String>>;
+
+/// Rows for every database of the lab and the side files that exist, after one step.
+pub fn snapshot(
+    work: &Path,
+    databases: &[&str],
+    scenario: &str,
+    step: &str,
+) -> Result<Vec<FileRow>> {
+    snapshot_cached(work, databases, scenario, step, &mut LogicalCache::new())
+}
+
+/// As `snapshot`, reusing the logical digests of files seen unchanged before.
+pub fn snapshot_cached(
+    work: &Path,
+    databases: &[&str],
+    scenario: &str,
+    step: &str,
+    cache: &mut LogicalCache,
+) -> Result<Vec<FileRow>> {
+    let mut rows = Vec::new();
+    for db in databases {
+        let path = work.join(db);
+        let row = |file: String,
+                   exists: bool,
+                   bytes: u64,
+                   sha256: Option<String>,
+                   logical: Option<String>| FileRow {
+            scenario: scenario.to_string(),
+            after_step: step.to_string(),
+            file,
+            exists,
+            bytes,
+            sha256,
+            logical_sha256: logical,
+            frozen: Vec::new(),
+        };
+        if path.is_file() {
+            let (bytes, sha) = sha256_file(&path)?;
+            let wal = work.join(format!("{db}-wal"));
+            let wal_sha = if wal.is_file() {
+                Some(sha256_file(&wal)?.1)
+            } else {
+                None
+            };
+            let logical = cache
+                .entry((sha.clone(), wal_sha))
+                .or_insert_with(|| logical_sha256_of_copy(&path).ok())
+                .clone();
+            rows.push(row(db.to_string(), true, bytes, Some(sha), logical));
+        } else {
+            rows.push(row(db.to_string(), false, 0, None, None));
+        }
+        for suffix in SIDE_SUFFIXES {
+            let side = work.join(format!("{db}{suffix}"));
+            if side.is_file() {
+                let (bytes, sha) = sha256_file(&side)?;
+                rows.push(row(format!("{db}{suffix}"), true, bytes, Some(sha), None));
+            }
+        }
+    }
+    Ok(rows)
+}
+
+/// The logical digest of `path` (with its WAL) without touching it: a file with no WAL beside
+/// it is complete and is read in place as immutable (no locks, no side files); a file with a
+/// WAL is copied with it into a private directory and read there.
+pub fn logical_sha256_of_copy(path: &Path) -> Result<String> {
+    let wal = path.with_file_name(format!(
+        "{}-wal",
+        path.file_name().unwrap_or_default().to_string_lossy()
+    ));
+    // Errors name the file the user gave, not the private copy.
+    let named = |e: anyhow::Error| {
+        let cause = e.root_cause().to_string();
+        anyhow::anyhow!("digesting {}: {cause}", path.display())
+    };
+    if !wal.exists() {
+        let absolute =
+            fs::canonicalize(path).with_context(|| format!("resolving {}", path.display()))?;
+        let text = absolute.to_string_lossy();
+        let escaped = text
+            .replace('%', "%25")
+            .replace('?', "%3f")
+            .replace('#', "%23");
+        return logical_sha256_uri(&format!("file:{escaped}?immutable=1")).map_err(named);
+    }
+    let scratch = tempfile::tempdir().context("a scratch directory for the logical digest")?;
+    let copy = scratch.path().join("copy.db");
+    fs::copy(path, &copy).with_context(|| format!("copying {}", path.display()))?;
+    fs::copy(&wal, scratch.path().join("copy.db-wal"))
+        .with_context(|| format!("copying {}", wal.display()))?;
+    logical_sha256(&copy).map_err(named)
+}
+
+/// The logical digest of the database named by a `file:` URI.
+fn logical_sha256_uri(uri: &str) -> Result<String> {
+    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY
+        | OpenFlags::SQLITE_OPEN_NO_MUTEX
+        | OpenFlags::SQLITE_OPEN_URI;
+    let conn = Connection::open_with_flags(uri, flags).context("opening")?;
+    logical_sha256_conn(&conn)
+}
+
+fn feed(hasher: &mut Sha256, value: ValueRef<'_>) {
+    match value {
+        ValueRef::Null => hasher.update(b"N"),
+        ValueRef::Integer(i) => {
+            hasher.update(b"I");
+            hasher.update(i.to_be_bytes());
+        }
+        ValueRef::Real(f) => {
+            hasher.update(b"R");
+            hasher.update(f.to_bits().to_be_bytes());
+        }
+        ValueRef::Text(t) => {
+            hasher.update(b"T");
+            hasher.update((t.len() as u64).to_be_bytes());
+            hasher.update(t);
+        }
+        ValueRef::Blob(b) => {
+            hasher.update(b"B");
+            hasher.update((b.len() as u64).to_be_bytes());
+            hasher.update(b);
+        }
+    }
+}
+
+/// The logical digest of the database at `path`, opened read-only.
+pub fn logical_sha256(path: &Path) -> Result<String> {
+    let conn = Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .with_context(|| format!("opening {}", path.display()))?;
+    logical_sha256_conn(&conn)
+}
+
+/// The logical digest of the database open on `conn` (a file, or the audit's in-memory
+/// replay of a run's history).
+pub fn logical_sha256_conn(conn: &Connection) -> Result<String> {
+    let mut hasher = Sha256::new();
+    walk_content(conn, &mut |item| {
+        match item {
+            Content::Pragma(name, value) => {
+                hasher.update(name.as_bytes());
+                hasher.update(value.to_be_bytes());
+            }
+            Content::Schema(values) => values.into_iter().for_each(|v| feed(&mut hasher, v)),
+            Content::Table(name, _) => {
+                hasher.update(b"table");
+                feed(&mut hasher, ValueRef::Text(name.as_bytes()));
+            }
+            Content::Row(values) => {
+                hasher.update(b"row");
+                values.iter().for_each(|v| feed(&mut hasher, *v));
+            }
+        }
+        Ok(())
+    })
+    .context("reading rows")?;
+    Ok(hex(&hasher.finalize()))
+}
+
+/// One piece of a database's content, in the order the logical digest reads it.
+pub enum Content<'a> {
+    /// `application_id` or `user_version`, and its value.
+    Pragma(&'static str, i64),
+    /// One `sqlite_schema` row: type, name, tbl_name, sql (`''` when NULL); ordered by type
+    /// and name.
+    Schema([ValueRef<'a>; 4]),
+    /// A table and its columns, before its rows.
+    Table(&'a str, &'a [String]),
+    /// One row of that table, in primary-key order (rowid when it has none).
+    Row(&'a [ValueRef<'a>]),
+}
+
+/// Read every piece of content of `conn` in one fixed order: the logical digest and the
+/// rerun's row listing both walk a database this way, so they always agree on what content is.
+pub fn walk_content(
+    conn: &Connection,
+    visit: &mut dyn FnMut(Content<'_>) -> Result<()>,
+) -> Result<()> {
+    for pragma in ["application_id", "user_version"] {
+        let v: i64 = conn.query_row(&format!("PRAGMA {pragma}"), [], |r| r.get(0))?;
+        visit(Content::Pragma(pragma, v))?;
+    }
+    let mut schema = conn.prepare(
+        "SELECT type, name, tbl_name, coalesce(sql, '') FROM sqlite_schema ORDER BY type, name",
+    )?;
+    let mut tables = Vec::new();
+    let mut rows = schema.query([])?;
+    while let Some(row) = rows.next()? {
+        let values = [
+            row.get_ref(0)?,
+            row.get_ref(1)?,
+            row.get_ref(2)?,
+            row.get_ref(3)?,
+        ];
+        visit(Content::Schema(values))?;
+        if values[0].as_str()? == "table" {
+            tables.push(row.get::<_, String>(1)?);
+        }
+    }
+    let quote = |s: &str| format!("\"{}\"", s.replace('"', "\"\""));
+    for table in tables {
+        let mut pk =
+            conn.prepare("SELECT name FROM pragma_table_info(?1) WHERE pk > 0 ORDER BY pk")?;
+        let keys: Vec<String> = pk
+            .query_map([&table], |r| r.get(0))?
+            .collect::<rusqlite::Result<_>>()?;
+        let order = if keys.is_empty() {
+            "rowid".to_string()
+        } else {
+            keys.iter().map(|k| quote(k)).collect::<Vec<_>>().join(", ")
+        };
+        let mut stmt =
+            conn.prepare(&format!("SELECT * FROM {} ORDER BY {order}", quote(&table)))?;
+        let columns: Vec<String> = stmt.column_names().map(|c| c.to_string()).collect();
+        visit(Content::Table(&table, &columns))?;
+        let mut rows = stmt.query([])?;
+        while let Some(row) = rows.next()? {
+            let values = (0..columns.len())
+                .map(|i| row.get_ref(i))
+                .collect::<rusqlite::Result<Vec<_>>>()?;
+            visit(Content::Row(&values))?;
+        }
+    }
+    Ok(())
+}
+
+/// Keep a database for the user (`--keep-db`, a broken explore case): copy it with its WAL
+/// into `to`, then on the copy fold the WAL into the file (checkpoint) and switch it to a
+/// rollback journal, so the kept database is one self-contained file that an ordinary
+/// `sqlite3` shell can read without changing a byte (a read of a WAL database creates and,
+/// on close, deletes `-wal` and `-shm` files, which would break the manifest). The rows are
+/// unchanged: the returned logical digest is the copy's, read in place as immutable, and the
+/// caller compares it with the state it recorded. A file that is not a database is kept as
+/// its raw bytes, and `None` is returned.
+pub fn keep(work: &Path, db: &str, to: &Path) -> Result<Option<String>> {
+    let from = work.join(db);
+    let kept = to.join(db);
+    fs::copy(&from, &kept).with_context(|| format!("keeping {db}"))?;
+    let wal_from = work.join(format!("{db}-wal"));
+    let wal_kept = to.join(format!("{db}-wal"));
+    if wal_from.is_file() {
+        fs::copy(&wal_from, &wal_kept).with_context(|| format!("keeping {db}-wal"))?;
+    }
+    let folded = (|| -> rusqlite::Result<()> {
+        let conn = Connection::open_with_flags(
+            &kept,
+            OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )?;
+        conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))?;
+        let mode: String = conn.query_row("PRAGMA journal_mode=DELETE", [], |r| r.get(0))?;
+        if !mode.eq_ignore_ascii_case("delete") {
+            return Err(rusqlite::Error::InvalidQuery);
+        }
+        conn.close().map_err(|(_, e)| e)
+    })();
+    // Whatever happened, no side file stays beside a kept database.
+    for suffix in ["-wal", "-shm", "-journal"] {
+        let side = to.join(format!("{db}{suffix}"));
+        if side.exists() {
+            fs::remove_file(&side).with_context(|| format!("removing {}", side.display()))?;
+        }
+    }
+    if folded.is_err() {
+        // Not a database (or a damaged one): the user gets the raw bytes as they were.
+        fs::copy(&from, &kept).with_context(|| format!("keeping {db}"))?;
+        return Ok(None);
+    }
+    Ok(logical_sha256_of_copy(&kept).ok())
+}

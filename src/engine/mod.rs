@@ -1,0 +1,40 @@
+//! The harness: labs as data, the driver that runs them as processes, the evidence it
+//! writes, and the audit that re-checks evidence offline.
+
+pub mod audit;
+pub mod check;
+pub mod driver;
+pub mod evidence;
+pub mod explore;
+pub mod files;
+pub mod freeze;
+pub mod load;
+pub mod process;
+pub mod replay;
+pub mod report;
+pub mod rerun;
+pub mod scenario;
+
+use crate::crash::PointDef;
+use scenario::{Scenario, Stage};
+
+/// A lab: everything the driver and the audit need to know of it.
+pub struct Lab {
+    /// Chapter number of the material it comes from: `14`.
+    pub id: &'static str,
+    pub slug: &'static str,
+    pub title: &'static str,
+    pub points: &'static [PointDef],
+    /// Database files in the work directory, relative.
+    pub databases: &'static [&'static str],
+    pub scenarios: fn() -> Vec<Scenario>,
+    /// The states its readback steps must show, by name (`verify --expect NAME`).
+    pub stages: &'static [Stage],
+}
+
+impl Lab {
+    /// `14-outbox-inbox`: the name in evidence and under `evidence/`.
+    pub fn full_name(&self) -> String {
+        format!("{}-{}", self.id, self.slug)
+    }
+}

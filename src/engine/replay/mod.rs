@@ -1,0 +1,218 @@
+//! The audit's replay: a driver run's SQL trace, with its bound values, is a complete history
+//! of its databases. Every traced statement is run again, step by step, against fresh
+//! in-memory databases (one per database file of each scenario's work directory), and what
+//! the evidence records is checked against the replayed state:
+//!
+//! - after every step, each file's `logical_sha256` in `database-files.json`;
+//! - every field of every readback (the last JSON line of each readback step);
+//! - `COMMITTED` lines against the traced commits (commits.rs);
+//! - the roles' claims against what their statements did (roles.rs).
+//!
+//! What the replay proves: that the recorded states and claims are the ones the traced
+//! statements produce, given that the trace is what the roles printed. What it cannot
+//! prove: that the trace itself is complete and true (a role that ran a statement and did not
+//! trace it, or a consistently rewritten trace with rewritten digests and readbacks, replays
+//! cleanly); when exactly a background process wrote (it finds the first prefix of that
+//! process's commits that gives each recorded state, never moving back); the order of two
+//! processes that write one file at the same time (reported, not guessed); statements
+//! that a killed process ran after its last flushed line; wall times and anything else no
+//! statement decides.
+//!
+//! Threads: lab 13's receiver serves requests on several workers, each with its own
+//! connection, all printing to one stdout. A worker waiting for the write lock traces its
+//! `BEGIN IMMEDIATE` inside another worker's transaction (real traces under concurrent
+//! requests do this). Since `BEGIN IMMEDIATE` serializes writers, the statements after such
+//! a BEGIN belong to the transaction that holds the lock, and the waiting one starts when it
+//! ends: the replay queues it so (engine.rs), which reproduces the file exactly. What such a
+//! role's other workers read inside that window, or while a traced COMMIT was not yet
+//! reported, is not judged. In a single-connection role a BEGIN inside an open transaction
+//! is reported as a problem (SQLite refuses it).
+
+mod commits;
+mod compare;
+mod engine;
+pub(crate) mod lines;
+mod load;
+mod roles;
+mod trace;
+mod walk;
+
+#[cfg(test)]
+mod tests;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use crate::engine::evidence::{Process, DATABASE_FILES};
+use crate::engine::scenario::{readback_json, Expect, Scenario};
+use crate::engine::Lab;
+
+/// (evidence file, problem) pairs, in the order found.
+pub type Problems = Vec<(String, String)>;
+
+/// The files a process's argv names, by flag: `--sender sender.db` → (`sender`, …), only
+/// files the lab has.
+fn flags(argv: &[String], lab: &Lab) -> BTreeMap<String, String> {
+    argv.windows(2)
+        .filter_map(|w| {
+            let flag = w[0].strip_prefix("--")?;
+            lab.databases
+                .contains(&w[1].as_str())
+                .then(|| (flag.to_string(), w[1].clone()))
+        })
+        .collect()
+}
+
+/// The file a traced database name stands for: `--<name> FILE`, or `--db FILE` of the role
+/// whose own database it is (the sender's `sender`, the receiver's `receiver`).
+fn resolve(files: &BTreeMap<String, String>, db: &str, phase: &str) -> Option<String> {
+    files
+        .get(db)
+        .or_else(|| files.get("db").filter(|_| db == phase))
+        .cloned()
+}
+
+/// Replay every scenario of a driver run in `dir` and return what disagrees.
+pub fn check(dir: &Path, lab: &Lab, scenarios: &[Scenario], processes: &[Process]) -> Problems {
+    let mut problems = Problems::new();
+    let rows = match load::rows(dir) {
+        Ok(rows) => rows,
+        Err(e) => {
+            problems.push((
+                DATABASE_FILES.to_string(),
+                format!("the replay cannot read it: {e}"),
+            ));
+            Vec::new()
+        }
+    };
+    for scenario in scenarios {
+        if let Some(mut scene) = scene(dir, lab, scenario, processes, &rows, &mut problems) {
+            replay(&mut scene, &mut problems);
+        }
+    }
+    problems
+}
+
+fn scene<'a>(
+    dir: &Path,
+    lab: &'a Lab,
+    scenario: &'a Scenario,
+    processes: &'a [Process],
+    rows: &'a [load::Row],
+    problems: &mut Problems,
+) -> Option<walk::Scene<'a>> {
+    let mut procs = Vec::new();
+    let mut readbacks = BTreeMap::new();
+    for (index, step) in scenario.steps.iter().enumerate() {
+        let record: Option<&Process> = processes
+            .iter()
+            .find(|p| p.scenario == scenario.name && p.step == step.name);
+        let Some(record) = record else {
+            problems.push((
+                crate::engine::evidence::PROCESSES.to_string(),
+                format!(
+                    "{}: no process recorded for step {}, so the scenario is not replayed",
+                    scenario.name, step.name
+                ),
+            ));
+            return None;
+        };
+        let text = match load::read_text(dir, &record.stdout) {
+            Ok(text) => text,
+            Err(e) => {
+                problems.push((record.stdout.clone(), format!("not replayed: {e}")));
+                return None;
+            }
+        };
+        if let Expect::Readback(_) = step.expect {
+            if let Some(value) = readback_json(&text) {
+                readbacks.insert(index, value);
+            }
+        }
+        let lines = trace::parse(&text);
+        let files = flags(&record.argv, lab);
+        let mut line_files = Vec::with_capacity(lines.len());
+        for line in &lines {
+            let db = match line {
+                trace::Line::Sql { db, .. } | trace::Line::Committed { db, .. } => db,
+                trace::Line::Other(_) => {
+                    line_files.push(None);
+                    continue;
+                }
+            };
+            line_files.push(resolve(&files, db, step.phase));
+        }
+        let writes = walk::written(&lines, &line_files);
+        let stop = step
+            .background
+            .and_then(|b| b.stop_after)
+            .and_then(|name| scenario.steps.iter().position(|s| s.name == name));
+        procs.push(walk::Proc {
+            index,
+            step,
+            record,
+            lines,
+            line_files,
+            files,
+            writes,
+            stop,
+            unjudged: Default::default(),
+            pos: 0,
+            ended: false,
+            session: engine::Session::default(),
+        });
+    }
+    Some(walk::Scene {
+        name: &scenario.name,
+        procs,
+        rows: rows
+            .iter()
+            .filter(|r| r.scenario == scenario.name)
+            .collect(),
+        readbacks,
+        databases: lab.databases,
+        points: lab.points,
+    })
+}
+
+fn replay(scene: &mut walk::Scene<'_>, problems: &mut Problems) {
+    scene.concurrent_writers(problems);
+    let mut pins = walk::Pins::new();
+    // Each failed search pins a new (observation, process) pair: at most two observations
+    // per step (a readback and a snapshot) plus the end, times the processes.
+    let bound = (2 * scene.procs.len() + 1) * scene.procs.len() + 1;
+    for _ in 0..=bound {
+        let mut found = Problems::new();
+        match scene.pass(&pins, &mut found) {
+            Ok(store) => {
+                problems.extend(found);
+                let receiver = scene
+                    .procs
+                    .iter()
+                    .find(|p| p.step.phase == "receiver")
+                    .and_then(|p| p.files.get("db"))
+                    .and_then(|f| store.conn(f));
+                for p in &scene.procs {
+                    lines::check(scene.name, p, scene.points, problems);
+                    commits::check(scene.name, p, &store, problems);
+                    roles::check(scene.name, p, problems);
+                    roles::responses_name_effects(scene.name, p, receiver, problems);
+                }
+                return;
+            }
+            Err(held) => {
+                let fresh = pins
+                    .insert((held.observation, held.proc), held.pos)
+                    .is_none();
+                assert!(fresh, "a pinned search never fails again");
+            }
+        }
+    }
+    problems.push((
+        DATABASE_FILES.to_string(),
+        format!(
+            "{}: the replay did not settle within {bound} passes",
+            scene.name
+        ),
+    ));
+}

@@ -1,0 +1,15 @@
+//! crashlab: crash-recovery experiments on real processes and real SQLite files.
+//!
+//! The library holds everything; `main` parses and routes. `engine` runs, explores, loads
+//! and audits any lab; `labs` holds each lab in its own folder, registered in `labs::LABS`.
+
+pub mod cli;
+pub mod crash;
+pub mod engine;
+pub mod fail;
+pub mod interrupt;
+pub mod labs;
+pub mod out;
+pub mod rng;
+pub mod route;
+pub mod store;
