@@ -140,10 +140,14 @@ pub fn point(name: &'static str) {
         }
     };
     out::line(&format!("POINT {name} #{hit}"));
+    crate::events::emit(&crate::events::Event::Point {
+        point: name.to_string(),
+        hit,
+    });
     let armed = ARMED.lock().unwrap_or_else(|p| p.into_inner());
     if let Some(armed) = armed.as_ref() {
         if armed.at.point == name && armed.at.hit == hit {
-            crash(name, armed.mode);
+            crash(name, hit, armed.mode);
         }
     }
 }
@@ -201,9 +205,14 @@ pub fn crash_line(name: &str, mode: Mode) -> String {
 }
 
 /// Stop the process here, in the armed mode, after the `CRASH` line reached stdout.
-fn crash(name: &str, mode: Mode) -> ! {
+fn crash(name: &str, hit: u32, mode: Mode) -> ! {
     out::line(&crash_line(name, mode));
     out::flush();
+    crate::events::emit(&crate::events::Event::Crash {
+        point: name.to_string(),
+        hit,
+        mode: mode.name().to_string(),
+    });
     match mode {
         Mode::Exit => std::process::exit(fail::EXIT_CRASH),
         Mode::Abort => {

@@ -6,6 +6,7 @@
 pub mod cli;
 pub mod crash;
 pub mod engine;
+pub mod events;
 pub mod fail;
 pub mod interrupt;
 pub mod labs;

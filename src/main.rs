@@ -2,17 +2,31 @@
 //!
 //! `main` parses and dispatches; the work lives in the modules.
 
-use clap::Parser;
+use clap::{CommandFactory, FromArgMatches};
+use crashlab::events::{self, Event};
 use crashlab::{cli, crash, engine, fail, out, route, store};
 
 fn main() {
     engine::process::die_with_parent_if_asked();
     out::catch_print_panics();
-    let cli = match cli::Cli::try_parse() {
-        Ok(cli) => cli,
+    // Parsed in two steps so the subcommand's own name (the role) is at hand for the events.
+    let parsed = cli::Cli::command()
+        .try_get_matches()
+        .and_then(|matches| Ok((cli::Cli::from_arg_matches(&matches)?, matches)));
+    let (cli, matches) = match parsed {
+        Ok(parsed) => parsed,
         Err(error) => usage_error(error),
     };
+    let role = matches.subcommand_name().unwrap_or("crashlab").to_string();
     store::set_trace(!cli.no_trace);
+    if let Err(error) = events::open_from_env() {
+        out::warn(&format!("crashlab: {}", fail::one_line(&error)));
+        std::process::exit(fail::EXIT_IOERR);
+    }
+    events::emit(&Event::Start {
+        role,
+        pid: std::process::id(),
+    });
     let code = match route::run(cli.command) {
         Ok(fail::EXIT_OK) => match crash::not_reached() {
             None => fail::EXIT_OK,
@@ -22,6 +36,11 @@ fn main() {
                 let (point, hit) = (missed.at.point, missed.at.hit);
                 out::line(&crash::not_reached_line(point, hit));
                 out::flush();
+                events::emit(&Event::NotReached {
+                    point: point.to_string(),
+                    hit,
+                    hits: missed.hits,
+                });
                 let reached = match missed.hits {
                     0 => "never reached".to_string(),
                     1 => "reached once".to_string(),
@@ -41,6 +60,7 @@ fn main() {
         }
     };
     out::flush();
+    events::emit(&Event::End { code });
     std::process::exit(code);
 }
 

@@ -141,7 +141,10 @@ fn every_flipped_byte_missing_file_and_added_file_fails_and_is_named() {
     assert_eq!(code, 0, "{out}");
     let (code, out) = audit(&dir, &["--strict-sources"]);
     assert_eq!(code, 1, "{out}");
-    assert!(out.contains("source src/labs/outbox_inbox/lab.rs differs"), "{out}");
+    assert!(
+        out.contains("source src/labs/outbox_inbox/lab.rs differs"),
+        "{out}"
+    );
 
     let dir = scratch.path().join("deleted");
     copy_dir(&original, &dir);

@@ -111,6 +111,9 @@ pub fn run(options: &Options<'_>) -> Result<Outcome> {
     let _lock = lock(&options.lock, options.lock_wait_ms)?;
     out::line(&format!("LOCKED {}", options.lock.display()));
     out::flush();
+    crate::events::emit(&crate::events::Event::LockHeld {
+        lock: options.lock.display().to_string(),
+    });
     let i_shown = options.intents.display().to_string();
     let on_intents = |e| store::explain(e, "intents", &i_shown);
     let agent = client::agent(options.timeout_ms);
@@ -186,6 +189,10 @@ pub fn run(options: &Options<'_>) -> Result<Outcome> {
             reply.body
         ));
         out::flush();
+        crate::events::emit(&crate::events::Event::Response {
+            item: shown.clone(),
+            status: reply.status,
+        });
         match reply.status {
             200 => {}
             409 => {

@@ -119,13 +119,21 @@ pub fn run(options: &Options<'_>) -> Result<Outcome> {
         }
         for (d, decision) in claimed.iter().zip(&decisions) {
             match decision {
-                Decision::Apply(..) => outcome.applied += 1,
+                Decision::Apply(..) => {
+                    outcome.applied += 1;
+                    crate::events::emit(&crate::events::Event::Applied {
+                        item: d.message.to_string(),
+                    });
+                }
                 Decision::Duplicate => {
                     outcome.duplicates += 1;
                     out::line(&format!(
                         "DUPLICATE delivery {} message {}: already in the Inbox, nothing applied",
                         d.id, d.message
                     ));
+                    crate::events::emit(&crate::events::Event::Duplicate {
+                        item: d.message.to_string(),
+                    });
                 }
                 Decision::Reject(reason) => {
                     outcome.rejected += 1;
@@ -133,6 +141,10 @@ pub fn run(options: &Options<'_>) -> Result<Outcome> {
                         "REJECTED delivery {} message {}: {reason}",
                         d.id, d.message
                     ));
+                    crate::events::emit(&crate::events::Event::Rejected {
+                        item: d.message.to_string(),
+                        reason: reason.to_string(),
+                    });
                     first_reject.get_or_insert_with(|| reason.clone());
                 }
             }

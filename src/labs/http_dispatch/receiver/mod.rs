@@ -155,6 +155,7 @@ pub fn run(options: &Options) -> Result<()> {
             .map_or("forever".to_string(), |t| t.to_string())
     ));
     out::flush();
+    crate::events::emit(&crate::events::Event::Ready { port });
     let shown = options.db.display().to_string();
     let mut workers = Vec::with_capacity(options.workers);
     for _ in 0..options.workers {
@@ -178,6 +179,10 @@ pub fn run(options: &Options) -> Result<()> {
     // A request still running past the grace (a hung crash point) must not hold the exit.
     runtime.shutdown_background();
     out::line(&format!("STOPPED receiver ({})", why.name()));
+    out::flush();
+    crate::events::emit(&crate::events::Event::Stopped {
+        why: why.name().to_string(),
+    });
     Ok(())
 }
 

@@ -150,6 +150,9 @@ impl Worker {
             if let Some((stored_digest, status, response)) = stored {
                 conn.execute_batch("ROLLBACK")?;
                 if stored_digest == digest {
+                    crate::events::emit(&crate::events::Event::Duplicate {
+                        item: shown_key(key),
+                    });
                     return Ok(Answer {
                         status: u16::try_from(status).unwrap_or(500),
                         body: response,
@@ -158,6 +161,10 @@ impl Worker {
                         note: "replayed, nothing applied".to_string(),
                     });
                 }
+                crate::events::emit(&crate::events::Event::Rejected {
+                    item: shown_key(key),
+                    reason: "payload conflict".to_string(),
+                });
                 return Ok(Answer::problem(
                     409,
                     "idempotency key reused",
@@ -185,6 +192,9 @@ impl Worker {
             "receiver",
             &format!("effect {effect} key {}", key.map_or("-".into(), shown_key)),
         );
+        crate::events::emit(&crate::events::Event::Applied {
+            item: key.map_or("-".into(), shown_key),
+        });
         crash::point("receiver.after-effect-commit");
         Ok(Answer::json(response, format!("applied effect {effect}")))
     }
