@@ -8,6 +8,7 @@ pub mod evidence;
 pub mod explore;
 pub mod files;
 pub mod freeze;
+pub mod jepsen;
 pub mod load;
 pub mod process;
 pub mod replay;

@@ -1,10 +1,12 @@
 //! Lab 14 (outbox-inbox) as data: its files, its crash points, its protocol and the state each
 //! readback must show. The driver runs this; the audit re-checks evidence against it.
 
+use super::points::POINTS;
+use super::roles::{self, Argv, Send, CONSUME, FILES};
+use super::variant::Variant;
 use crate::engine::scenario::{Expect, Scenario, Stage, Step};
 use crate::engine::Lab;
 use crate::fail::{EXIT_CONFLICT, EXIT_OK};
-use crate::labs::outbox_inbox::points::POINTS;
 
 pub static LAB: Lab = Lab {
     id: "14",
@@ -66,97 +68,78 @@ pub fn stage(name: &str) -> Option<Stage> {
     STAGES.iter().find(|s| s.name == name).copied()
 }
 
-const SENDER: &[&str] = &["--db", "sender.db"];
-const PUBLISHER: &[&str] = &["--sender", "sender.db", "--queue", "queue.db"];
-const CONSUMER: &[&str] = &["--queue", "queue.db", "--receiver", "receiver.db"];
+/// A step that runs a role's argv to the given exit.
+fn step(name: &str, argv: Argv, exit: i32, expect: Expect) -> Step {
+    let args: Vec<&str> = argv.args().iter().map(String::as_str).collect();
+    Step::new(name, role(&argv), &args, exit, expect)
+}
+
+/// A step that runs a role's argv and crashes at `point`.
+fn crashing(name: &str, argv: Argv, point: &str) -> Step {
+    let args: Vec<&str> = argv.args().iter().map(String::as_str).collect();
+    Step::crashing(name, role(&argv), &args, point)
+}
+
+/// The role's subcommand as the `'static` name a step records.
+fn role(argv: &Argv) -> &'static str {
+    [
+        roles::SENDER,
+        roles::PUBLISHER,
+        roles::CONSUMER,
+        roles::ENQUEUE,
+        roles::VERIFY,
+    ]
+    .into_iter()
+    .find(|r| *r == argv.role())
+    .expect("every argv is built for one of lab 14's roles")
+}
 
 fn verify(name: &'static str) -> Step {
     let stage = stage(name).expect("every readback step has a stage");
-    Step::new(
+    step(
         name,
-        "verify",
-        &[
-            "--sender",
-            "sender.db",
-            "--queue",
-            "queue.db",
-            "--receiver",
-            "receiver.db",
-            "--json",
-            "--expect",
-            name,
-        ],
+        roles::verify(&FILES, true, Some(name)),
         EXIT_OK,
         Expect::Readback(stage),
     )
 }
 
-fn with(base: &[&'static str], more: &[&'static str]) -> Vec<&'static str> {
-    base.iter().chain(more).copied().collect()
-}
-
 /// The protocol, step by step, with the step names of the contract.
 pub fn scenarios() -> Vec<Scenario> {
+    let publisher = || roles::publisher(&FILES, 1, Variant::Correct);
+    let consumer = || roles::consumer(&FILES, &CONSUME);
+    let business = Send::One {
+        contract: "R1",
+        amount: 25,
+        message: "M1",
+    };
     let steps = vec![
-        Step::crashing(
+        crashing(
             "business-crash",
-            "sender",
-            &with(
-                SENDER,
-                &["--contract", "R1", "--amount", "25", "--message", "M1"],
-            ),
+            roles::sender(&FILES, business, 1),
             "sender.after-commit",
         ),
         verify("after-business"),
-        Step::crashing(
-            "publish-crash",
-            "publisher",
-            PUBLISHER,
-            "publisher.after-queue-commit",
-        ),
+        crashing("publish-crash", publisher(), "publisher.after-queue-commit"),
         verify("after-publish"),
-        Step::new(
-            "publish-recover",
-            "publisher",
-            PUBLISHER,
-            EXIT_OK,
-            Expect::Exit,
-        ),
-        Step::crashing(
+        step("publish-recover", publisher(), EXIT_OK, Expect::Exit),
+        crashing(
             "consume-crash",
-            "consumer",
-            CONSUMER,
+            consumer(),
             "consumer.after-receiver-commit",
         ),
         verify("after-consume"),
-        Step::new(
-            "consume-recover",
-            "consumer",
-            CONSUMER,
-            EXIT_OK,
-            Expect::Exit,
-        ),
+        step("consume-recover", consumer(), EXIT_OK, Expect::Exit),
         verify("final-verify"),
-        Step::new(
+        step(
             "conflict-enqueue",
-            "enqueue",
-            &[
-                "--queue",
-                "queue.db",
-                "--message",
-                "M1",
-                "--contract",
-                "R1",
-                "--amount",
-                "99",
-            ],
+            roles::enqueue(&FILES, "M1", "R1", 99),
             EXIT_OK,
             Expect::Exit,
         ),
-        Step::new(
+        step(
             "conflict-consume",
-            "consumer",
-            CONSUMER,
+            consumer(),
             EXIT_CONFLICT,
             Expect::Output("payload conflict"),
         ),

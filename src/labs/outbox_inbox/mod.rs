@@ -8,6 +8,7 @@ pub mod model;
 pub mod points;
 pub mod publisher;
 pub mod readback;
+pub mod roles;
 pub mod schema;
 pub mod sender;
 pub mod variant;
