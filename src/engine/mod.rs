@@ -10,6 +10,7 @@ pub mod files;
 pub mod freeze;
 pub mod jepsen;
 pub mod load;
+pub mod nemesis;
 pub mod process;
 pub mod replay;
 pub mod report;

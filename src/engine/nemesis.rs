@@ -1,0 +1,131 @@
+//! Nemeses: the faults the engine injects around a step, in Jepsen's sense. The engine
+//! (driver, explore, chaos) holds a `&dyn Nemesis` and calls its hooks; it never asks which
+//! fault it is. A new fault (a power cut that drops unsynced writes, a server killed under a
+//! role) is a new implementation plus one line in `NEMESES`, without touching the engine.
+//!
+//! The four process crashes are one nemesis each: the role stops itself at the armed point
+//! (`--crash-at POINT[@N] --crash-mode MODE`), so the crash lands exactly after the commit the
+//! point names.
+
+use std::path::Path;
+
+use anyhow::Result;
+
+use crate::crash::{self, Mode};
+use crate::fail;
+
+/// What a nemesis may act on after a crashed step has ended.
+pub struct Aftermath<'a> {
+    /// The work directory of the run: the files the next step recovers from.
+    pub work_dir: &'a Path,
+    /// The point the step crashed at, without `@N`.
+    pub point: &'a str,
+}
+
+/// A fault injected at a crash point.
+pub trait Nemesis: Sync {
+    /// The name recorded in the evidence (`exit`, `abort`, `kill`, `hang`).
+    fn name(&self) -> &'static str;
+
+    /// The flags that arm a role process to crash at `point` (`POINT[@N]`); they go after
+    /// its own flags.
+    fn arm(&self, point: &str) -> Vec<String>;
+
+    /// The exit status (shell convention, 128 + signal) a step crashed by it must show.
+    fn expected_exit(&self) -> i32;
+
+    /// The last stdout line of a process crashed at `point`.
+    fn crash_line(&self, point: &str) -> String;
+
+    /// Whether the engine must kill the crashed process itself (it stops and waits).
+    fn needs_kill(&self) -> bool {
+        false
+    }
+
+    /// Act on the world after the crashed step ended and before the next step starts
+    /// (roll back what a power cut loses, kill a server). Process crashes do nothing here.
+    fn after_crash(&self, _aftermath: &Aftermath<'_>) -> Result<()> {
+        Ok(())
+    }
+}
+
+/// A process crash in one of the four modes.
+pub struct ProcessCrash(pub Mode);
+
+impl Nemesis for ProcessCrash {
+    fn name(&self) -> &'static str {
+        self.0.name()
+    }
+
+    fn arm(&self, point: &str) -> Vec<String> {
+        let mut flags = vec!["--crash-at".to_string(), point.to_string()];
+        // The default mode stays implicit, so the argv of the contract reads as it always did.
+        if self.0 != Mode::Exit {
+            flags.push("--crash-mode".to_string());
+            flags.push(self.0.name().to_string());
+        }
+        flags
+    }
+
+    fn expected_exit(&self) -> i32 {
+        self.0.expected_exit()
+    }
+
+    fn crash_line(&self, point: &str) -> String {
+        crash::crash_line(point, self.0)
+    }
+
+    fn needs_kill(&self) -> bool {
+        self.0 == Mode::Hang
+    }
+}
+
+static EXIT: ProcessCrash = ProcessCrash(Mode::Exit);
+static ABORT: ProcessCrash = ProcessCrash(Mode::Abort);
+static KILL: ProcessCrash = ProcessCrash(Mode::Kill);
+static HANG: ProcessCrash = ProcessCrash(Mode::Hang);
+
+/// Every nemesis, by name.
+pub static NEMESES: &[&dyn Nemesis] = &[&EXIT, &ABORT, &KILL, &HANG];
+
+/// The nemesis of a name (`--crash-mode NAME`).
+pub fn find(name: &str) -> Result<&'static dyn Nemesis> {
+    NEMESES
+        .iter()
+        .copied()
+        .find(|n| n.name() == name)
+        .ok_or_else(|| {
+            let known: Vec<&str> = NEMESES.iter().map(|n| n.name()).collect();
+            fail::usage(format!(
+                "unknown crash mode '{name}'; known: {}",
+                known.join(", ")
+            ))
+        })
+}
+
+/// The nemesis of a process-crash mode.
+pub fn of_mode(mode: Mode) -> &'static dyn Nemesis {
+    find(mode.name()).expect("every mode has its nemesis")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_mode_is_a_nemesis_with_its_own_exit_and_line() {
+        for mode in [Mode::Exit, Mode::Abort, Mode::Kill, Mode::Hang] {
+            let n = of_mode(mode);
+            assert_eq!(n.name(), mode.name());
+            assert_eq!(n.expected_exit(), mode.expected_exit());
+            assert_eq!(n.crash_line("a.b"), crash::crash_line("a.b", mode));
+            assert_eq!(n.needs_kill(), mode == Mode::Hang);
+        }
+        assert_eq!(of_mode(Mode::Exit).arm("a.b@2"), ["--crash-at", "a.b@2"]);
+        assert_eq!(
+            of_mode(Mode::Kill).arm("a.b"),
+            ["--crash-at", "a.b", "--crash-mode", "kill"]
+        );
+        assert!(find("power").is_err());
+    }
+}
