@@ -268,5 +268,11 @@ fn every_shown_command_runs_and_exits_as_the_page_says() {
     let failures = run::all(&root(), &scripts, &mark);
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
     let alive = marked_processes(&mark);
+    for pid in &alive {
+        // Each carries this test's mark: a process a block started, never another's.
+        let _ = std::process::Command::new("kill")
+            .args(["-9", pid])
+            .status();
+    }
     assert!(alive.is_empty(), "processes outlived the blocks: {alive:?}");
 }

@@ -155,10 +155,14 @@ fn one(root: &Path, block: &Block, shown: &[Shown], mark: &str) -> Result<(), St
         }
         std::thread::sleep(POLL);
     };
-    // Whatever the block left running (nothing, when it ends well) goes with its group.
-    // SAFETY: kill(2) on this block's own process group; no memory is involved.
-    unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
-    let _ = child.wait();
+    if status.is_none() {
+        // The group is still the block's own: bash, its leader, is not reaped yet, so the id
+        // cannot have been reused. A block that ended leaves nothing behind, which the caller
+        // checks by the mark every process of it inherits.
+        // SAFETY: kill(2) on this block's own process group; no memory is involved.
+        unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
+        let _ = child.wait();
+    }
     let err = fs::read_to_string(&stderr_path).unwrap_or_default();
     let out = fs::read_to_string(&stdout_path).unwrap_or_default();
     let where_ = format!("{}:{} (a sh block)", block.page, block.line);
