@@ -7,8 +7,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
-use crate::engine::files::{sha256_file, FileRow};
-use crate::labs::outbox_inbox::model::sha256_hex;
+use crate::engine::state::{sha256_file, FileRow};
 
 include!(concat!(env!("OUT_DIR"), "/sources.rs"));
 
@@ -99,6 +98,12 @@ pub fn build_sources() -> BTreeMap<String, String> {
         .iter()
         .map(|(p, h)| (p.to_string(), h.to_string()))
         .collect()
+}
+
+/// SHA-256 of `bytes`, lowercase hex, as build.rs writes it.
+fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::{Digest, Sha256};
+    format!("{:x}", Sha256::digest(bytes))
 }
 
 /// SHA-256 of a source file with CRLF turned into LF, as build.rs computes it.

@@ -16,6 +16,7 @@ pub mod replay;
 pub mod report;
 pub mod rerun;
 pub mod scenario;
+pub mod state;
 
 use crate::crash::PointDef;
 use scenario::{Scenario, Stage};
@@ -32,6 +33,9 @@ pub struct Lab {
     pub scenarios: fn() -> Vec<Scenario>,
     /// The states its readback steps must show, by name (`verify --expect NAME`).
     pub stages: &'static [Stage],
+    /// The kind of store its databases are (`state::SQLITE`): snapshots, logical digests,
+    /// kept copies and the audit's checks of them go through it.
+    pub store: &'static dyn state::StateStore,
 }
 
 impl Lab {

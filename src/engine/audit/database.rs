@@ -9,34 +9,16 @@ use std::collections::BTreeMap;
 use super::tree::Tree;
 use super::Report;
 use crate::engine::evidence;
-use crate::engine::files::{FileRow, END, SIDE_SUFFIXES};
 use crate::engine::scenario::{Expect, Scenario, Step};
+use crate::engine::state::{FileRow, END};
 use crate::engine::Lab;
 
 const F: &str = evidence::DATABASE_FILES;
-/// SHA-256 of no bytes: an empty side file's digest.
-const EMPTY_SHA256: &str = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
 /// Problems reported for the order of rows: one edit shifts everything after it.
 const ORDER_PROBLEMS_MAX: usize = 10;
 
 pub(super) fn load(report: &mut Report, tree: &Tree) -> Option<Vec<FileRow>> {
     tree.json(report, F)
-}
-
-fn hex64(v: &Option<String>) -> bool {
-    v.as_ref().is_some_and(|h| {
-        h.len() == 64
-            && h.bytes()
-                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
-    })
-}
-
-/// The database a row is about and its suffix (`""` for the database itself).
-fn split<'a>(file: &'a str, databases: &[&'a str]) -> Option<(&'a str, &'a str)> {
-    databases.iter().find_map(|db| {
-        let rest = file.strip_prefix(db)?;
-        (rest.is_empty() || SIDE_SUFFIXES.contains(&rest)).then_some((*db, rest))
-    })
 }
 
 /// The snapshots of a scenario: after each step, then `<end>`.
@@ -62,12 +44,15 @@ pub(super) fn check_rows(
         well_formed(report, lab, index, row);
     }
     frozen(report, scenarios, rows, ready);
-    consistent(report, lab, rows);
+    // What one raw digest may hold is the store's to say (the same file and WAL, one content).
+    for problem in lab.store.rows_problems(lab.databases, rows) {
+        report.problem(F, problem);
+    }
     readbacks_write_nothing(report, lab, scenarios, rows);
 }
 
 /// The rows in the driver's order: per scenario, per step, per database, then its side files
-/// in the order `-wal`, `-shm`, `-journal` (those that existed).
+/// in the store's order (SQLite: `-wal`, `-journal`), those that existed.
 fn order(report: &mut Report, lab: &Lab, scenarios: &[Scenario], rows: &[FileRow]) {
     let mut at = 0usize;
     let mut said = 0usize;
@@ -116,7 +101,9 @@ fn order(report: &mut Report, lab: &Lab, scenarios: &[Scenario], rows: &[FileRow
                 }
                 let mut last_suffix: Option<usize> = None;
                 while let Some(r) = rows.get(at) {
-                    let Some(suffix) = SIDE_SUFFIXES
+                    let Some(suffix) = lab
+                        .store
+                        .side_suffixes()
                         .iter()
                         .position(|s| key(r) == format!("{want}{s}"))
                     else {
@@ -154,105 +141,12 @@ fn order(report: &mut Report, lab: &Lab, scenarios: &[Scenario], rows: &[FileRow
 
 fn well_formed(report: &mut Report, lab: &Lab, index: usize, row: &FileRow) {
     let at = format!("row {} ({} after {})", index + 1, row.file, row.after_step);
-    let Some((_, suffix)) = split(&row.file, lab.databases) else {
+    let Some((_, part)) = lab.store.part(&row.file, lab.databases) else {
         report.problem(F, format!("{at}: not a file of lab {}", lab.full_name()));
         return;
     };
-    let database = suffix.is_empty();
-    match (row.exists, database) {
-        (false, true) => {
-            if row.bytes != 0 || row.sha256.is_some() || row.logical_sha256.is_some() {
-                report.problem(
-                    F,
-                    format!("{at}: does not exist, yet has a size or a digest"),
-                );
-            }
-        }
-        (false, false) => report.problem(
-            F,
-            format!("{at}: a side file is listed only when it exists"),
-        ),
-        (true, _) => {
-            if !hex64(&row.sha256) {
-                report.problem(
-                    F,
-                    format!("{at}: exists but lacks a well-formed size or digest"),
-                );
-            }
-            let empty = row.sha256.as_deref() == Some(EMPTY_SHA256);
-            if (row.bytes == 0) != empty {
-                report.problem(
-                    F,
-                    format!(
-                        "{at}: {} bytes disagree with sha256 {}",
-                        row.bytes,
-                        row.sha256.as_deref().unwrap_or("none")
-                    ),
-                );
-            }
-            if database && !hex64(&row.logical_sha256) {
-                report.problem(
-                    F,
-                    format!("{at}: exists but lacks a well-formed size or digest"),
-                );
-            }
-            if !database && row.logical_sha256.is_some() {
-                report.problem(F, format!("{at}: a side file has no logical digest"));
-            }
-        }
-    }
-}
-
-/// One raw digest is one content: the same sha256 has the same size everywhere, and a
-/// database with the same bytes and the same WAL has the same rows.
-fn consistent(report: &mut Report, lab: &Lab, rows: &[FileRow]) {
-    let mut sizes: BTreeMap<&str, u64> = BTreeMap::new();
-    let mut logical: BTreeMap<(String, Option<String>), &str> = BTreeMap::new();
-    let mut wal: BTreeMap<(&str, &str, &str), &str> = BTreeMap::new();
-    for r in rows {
-        if let (Some(sha), true) = (r.sha256.as_deref(), r.exists) {
-            match sizes.get(sha) {
-                Some(bytes) if *bytes != r.bytes => report.problem(
-                    F,
-                    format!(
-                        "{} after {}: sha256 {sha} with {} bytes, elsewhere {bytes}",
-                        r.file, r.after_step, r.bytes
-                    ),
-                ),
-                _ => {
-                    sizes.insert(sha, r.bytes);
-                }
-            }
-        }
-        if let Some(db) = r.file.strip_suffix("-wal") {
-            if let Some(sha) = r.sha256.as_deref() {
-                wal.insert((r.scenario.as_str(), r.after_step.as_str(), db), sha);
-            }
-        }
-    }
-    for r in rows {
-        let (Some(sha), Some(digest)) = (r.sha256.as_ref(), r.logical_sha256.as_deref()) else {
-            continue;
-        };
-        if split(&r.file, lab.databases).is_none_or(|(_, s)| !s.is_empty()) {
-            continue;
-        }
-        let with = wal
-            .get(&(r.scenario.as_str(), r.after_step.as_str(), r.file.as_str()))
-            .map(|s| s.to_string());
-        let key = (sha.clone(), with);
-        match logical.get(&key) {
-            Some(other) if *other != digest => report.problem(
-                F,
-                format!(
-                    "{} after {}: the same file and WAL as elsewhere, yet another logical_sha256",
-                    r.file, r.after_step
-                ),
-            ),
-            _ => {
-                logical.insert(key, digest);
-            }
-        }
+    for problem in lab.store.row_problems(row, part) {
+        report.problem(F, format!("{at}: {problem}"));
     }
 }
 

@@ -2,10 +2,8 @@
 //! stderr, its pictures, and with `--keep-db` the kept databases), and each kept database must be one file
 //! whose rows are the state recorded after its scenario's end (its `<end>` row).
 
+use anyhow::Result;
 use std::collections::BTreeSet;
-use std::path::Path;
-
-use anyhow::{Context, Result};
 
 use super::run::output_files;
 use super::tree::Tree;
@@ -85,7 +83,7 @@ fn kept_scenario(
         match (end.exists, tree.get(&rel)) {
             (true, Some(bytes)) => {
                 kept.push(rel.clone());
-                match logical_sha256(bytes, None) {
+                match lab.store.kept_digest(bytes, &[]) {
                     Ok(digest) if Some(&digest) == end.logical_sha256.as_ref() => {}
                     Ok(_) => report.problem(
                         &rel,
@@ -108,15 +106,6 @@ fn kept_scenario(
 /// The logical digest of a database given as bytes (and its WAL's), read from a private
 /// copy: the evidence is never opened by SQLite, so never touched.
 pub(super) fn logical_sha256(db: &[u8], wal: Option<&[u8]>) -> Result<String> {
-    let scratch = tempfile::tempdir().context("a scratch directory")?;
-    let copy = scratch.path().join("copy.db");
-    write(&copy, db)?;
-    if let Some(wal) = wal {
-        write(&scratch.path().join("copy.db-wal"), wal)?;
-    }
-    crate::engine::files::logical_sha256(&copy)
-}
-
-fn write(path: &Path, bytes: &[u8]) -> Result<()> {
-    std::fs::write(path, bytes).with_context(|| format!("writing {}", path.display()))
+    let side: Vec<(&str, &[u8])> = wal.map(|w| ("-wal", w)).into_iter().collect();
+    crate::engine::state::SQLITE.kept_digest(db, &side)
 }

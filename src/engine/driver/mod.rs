@@ -11,11 +11,11 @@ use anyhow::{Context, Result};
 use crate::crash::Mode;
 use crate::engine::check::check;
 use crate::engine::evidence::{self, Process, Processes, Results, StepResult};
-use crate::engine::files::{self, FileRow};
 use crate::engine::freeze;
 use crate::engine::process;
 use crate::engine::report;
 use crate::engine::scenario::{Expect, Scenario, Step, Stop};
+use crate::engine::state::{self, FileRow};
 use crate::engine::Lab;
 use crate::fail;
 use crate::store;
@@ -108,7 +108,7 @@ fn execute(
     let mut steps = Vec::new();
     let mut files = Vec::new();
     let mut readbacks = BTreeMap::new();
-    let mut logical_cache = files::LogicalCache::new();
+    let mut logical_cache = state::Cache::new();
     for scenario in scenarios {
         let work = tempfile::Builder::new()
             .prefix("crashlab-work-")
@@ -180,7 +180,7 @@ fn execute(
                 .map(|(i, _)| scenario.steps[*i].name.clone())
                 .collect();
             let frozen = freeze::freeze(&live)?;
-            let mut rows = files::snapshot_cached(
+            let mut rows = lab.store.snapshot_cached(
                 work.path(),
                 lab.databases,
                 &scenario.name,
@@ -220,11 +220,11 @@ fn execute(
         drop(reaper);
         // Every process of the scenario has ended: the state it leaves, which a kept
         // database must show.
-        let end = files::snapshot_cached(
+        let end = lab.store.snapshot_cached(
             work.path(),
             lab.databases,
             &scenario.name,
-            files::END,
+            state::END,
             &mut logical_cache,
         )?;
         for slot in slots {
@@ -244,7 +244,7 @@ fn execute(
                 if !lab.databases.contains(&row.file.as_str()) {
                     continue;
                 }
-                let logical = files::keep(work.path(), &row.file, &db_dir)?;
+                let logical = lab.store.keep(work.path(), &row.file, &db_dir)?;
                 // Postcondition: the kept file holds the rows the `<end>` row records.
                 anyhow::ensure!(
                     logical == row.logical_sha256,

@@ -13,8 +13,8 @@ use crate::crash::{self, Mode};
 use crate::engine::evidence::{self, Process};
 use crate::engine::explore::check::{self, CaseCounts, Invariant};
 use crate::engine::explore::state;
-use crate::engine::files;
 use crate::engine::process;
+use crate::engine::state::SQLITE;
 use crate::fail;
 use crate::labs::outbox_inbox::variant::Variant;
 
@@ -372,7 +372,7 @@ pub fn run(def: &CaseDef, env: &Env<'_>) -> Result<CaseResult> {
     let hits = hits(&ran[..scenario_steps]);
     evidence::write_json(&case_dir, "processes.json", &processes)?;
     // The files as recovery left them: sizes, raw and logical digests.
-    let rows = files::snapshot(work.path(), DATABASES, &rel, "final")?;
+    let rows = SQLITE.snapshot(work.path(), DATABASES, &rel, "final")?;
     evidence::write_json(&case_dir, evidence::DATABASE_FILES, &rows)?;
     if matches!(status, Status::Breaks | Status::Error) {
         keep_databases(work.path(), &case_dir.join("db"), DATABASES)?;
@@ -427,12 +427,12 @@ pub fn point_hits<'a>(stdouts: impl Iterator<Item = &'a str>) -> BTreeMap<String
     hits
 }
 
-/// Keep a broken case's databases for `sqlite3`, each as one file (files::keep says why).
+/// Keep a broken case's databases for `sqlite3`, each as one file (the store's `keep` says why).
 pub fn keep_databases(work: &Path, to: &PathBuf, databases: &[&str]) -> Result<()> {
     fs::create_dir_all(to).with_context(|| format!("creating {}", to.display()))?;
     for db in databases {
         if work.join(db).is_file() {
-            files::keep(work, db, to)?;
+            SQLITE.keep(work, db, to)?;
         }
     }
     Ok(())

@@ -20,8 +20,8 @@ use crate::engine::evidence::{self, Process};
 use crate::engine::explore::case::{self, CaseResult, Env, Status};
 use crate::engine::explore::check::{CaseCounts, Invariant};
 use crate::engine::explore::{unproven, Case, Plan, Prediction, Words};
-use crate::engine::files;
 use crate::engine::process::{self, Ended, Started};
+use crate::engine::state::SQLITE;
 use crate::fail;
 use crate::labs::http_dispatch::readback;
 use crate::labs::http_dispatch::schema::{HISTORY, INTENTS, RECEIPTS, RECEIVER};
@@ -754,7 +754,7 @@ pub fn run(def: &Case, env: &Env<'_>) -> Result<CaseResult> {
     cross_check(work.path(), &observed)?;
     let hits = case::point_hits(rec.ran[..scenario_steps].iter().map(|r| r.stdout.as_str()));
     evidence::write_json(&case_dir, "processes.json", &rec.processes)?;
-    let rows = files::snapshot(work.path(), databases(), &rel, "final")?;
+    let rows = SQLITE.snapshot(work.path(), databases(), &rel, "final")?;
     evidence::write_json(&case_dir, evidence::DATABASE_FILES, &rows)?;
     if matches!(status, Status::Breaks | Status::Error) {
         case::keep_databases(work.path(), &case_dir.join("db"), databases())?;

@@ -15,9 +15,9 @@ use serde::Serialize;
 
 use crate::engine::driver::{claim_out, pragmas};
 use crate::engine::evidence::{self, Processes};
-use crate::engine::files;
 use crate::engine::load::pipeline::{self, Logs, Plan};
 use crate::engine::load::progress::Progress;
+use crate::engine::state::SQLITE;
 use crate::fail;
 use crate::labs::outbox_inbox::readback::{self, Paths, State};
 use crate::store;
@@ -316,7 +316,7 @@ fn write_evidence(
         "db/".to_string() + pipeline::RECEIVER_DB,
     ];
     let databases: Vec<&str> = databases.iter().map(String::as_str).collect();
-    let rows = files::snapshot(dir, &databases, "chaos", "final")?;
+    let rows = SQLITE.snapshot(dir, &databases, "chaos", "final")?;
     evidence::write_database_files(dir, &rows)?;
     evidence::write_json(dir, "chaos.json", report)?;
     evidence::write_json(dir, "kills.json", &outcome.kills)?;

@@ -1,11 +1,11 @@
-//! SQLite files: open with pinned pragmas, create or check the schema, trace every statement.
+//! The SQLite store of the roles: open a file with pinned pragmas, create or check the
+//! schema, trace every statement.
 //!
 //! Every connection sets the same pragmas explicitly (the contract of the evidence), so a
 //! run never depends on a library default. Journal mode is WAL: a crash before a commit
 //! leaves frames no reader will see, and a read-only reader needs no hot-journal rollback.
 
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use anyhow::{Context, Result};
@@ -13,6 +13,7 @@ use rusqlite::config::DbConfig;
 use rusqlite::trace::{TraceEvent, TraceEventCodes};
 use rusqlite::{Connection, ErrorCode, OpenFlags};
 
+use super::{trace_line, trace_on, Access, Schema};
 use crate::fail;
 use crate::out;
 
@@ -30,43 +31,9 @@ pub const PRAGMAS: &[(&str, &str)] = &[
     ("busy_timeout", "5000"),
 ];
 
-/// One kind of database: its short name in traces, its schema and its version tag.
-pub struct Schema {
-    /// Short name used in `SQL <db> …` lines and error messages: `sender`, `queue`, …
-    pub db: &'static str,
-    /// `PRAGMA user_version`, distinct per kind, so a sender file passed as a queue is refused.
-    pub user_version: i64,
-    /// Tables and the columns each must have.
-    pub tables: &'static [(&'static str, &'static [&'static str])],
-    /// DDL run once, in one transaction, on an empty file.
-    pub ddl: &'static str,
-}
-
-pub enum Access {
-    /// Open an existing file for writing; refuse a missing one.
-    Write,
-    /// Open for writing, creating the file and its schema when it does not exist.
-    WriteCreate,
-    /// Open read-only; refuse a missing file and never create one.
-    Read,
-}
-
 pub struct Db {
     pub conn: Connection,
     pub db: &'static str,
-}
-
-/// The SQL trace is on unless `crashlab --no-trace` turned it off for this process (bench
-/// uses that to measure what the trace costs; every lab and chaos run keeps it).
-static TRACE: AtomicBool = AtomicBool::new(true);
-
-pub fn set_trace(on: bool) {
-    TRACE.store(on, Ordering::Relaxed);
-}
-
-/// Whether this process prints its SQL trace (`--no-trace` turns it off for every role).
-pub fn trace_on() -> bool {
-    TRACE.load(Ordering::Relaxed)
 }
 
 /// Open `path` as a database of kind `schema`, pin the pragmas, trace to stdout, check schema.
@@ -113,7 +80,7 @@ pub fn open_traced(
             Some(move |event: TraceEvent<'_>| {
                 if let TraceEvent::Stmt(stmt, sql) = event {
                     let text = stmt.expanded_sql().unwrap_or_else(|| sql.to_string());
-                    out::line(&format!("SQL {db} {}", one_line_sql(&text)));
+                    out::line(&trace_line(db, &text));
                 }
             }),
         )
@@ -160,19 +127,6 @@ pub fn open_traced(
         conn,
         db: schema.db,
     })
-}
-
-/// A statement on one line: each source line trimmed, joined by one space. Only the layout of
-/// multi-line SQL in our source changes; a literal never spans lines here.
-fn one_line_sql(sql: &str) -> String {
-    if !sql.contains('\n') {
-        return sql.to_string();
-    }
-    sql.lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty())
-        .collect::<Vec<_>>()
-        .join(" ")
 }
 
 /// Open a file read-only when it exists; `None` when it does not (it is never created).
@@ -351,7 +305,7 @@ fn create_schema(conn: &Connection, schema: &Schema) -> rusqlite::Result<()> {
     Ok(())
 }
 
-/// Whole-file facts about one database file (or its `-wal`, `-shm`, `-journal`).
+/// The version of the SQLite library built in, as the evidence records it.
 pub fn sqlite_version() -> String {
     rusqlite::version().to_string()
 }
