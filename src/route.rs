@@ -290,6 +290,7 @@ pub fn run(command: Command) -> Result<i32> {
             moves,
             crash_mode,
             step_timeout_ms,
+            json,
         } => {
             let lab = crate::labs::find(&name)?;
             let out_dir = out_dir.unwrap_or_else(|| engine::driver::default_out(lab));
@@ -303,6 +304,7 @@ pub fn run(command: Command) -> Result<i32> {
                     crash_mode,
                     step_timeout_ms,
                     command,
+                    json,
                 },
             )
         }
@@ -329,7 +331,8 @@ pub fn run(command: Command) -> Result<i32> {
             })
         }
         Command::Explore(args) => engine::explore::command(&args, recorded_args()),
-        Command::Digest { files } => {
+        Command::Digest { files, json } => {
+            let mut documents = Vec::with_capacity(files.len());
             for file in files {
                 if !file.is_file() {
                     return Err(fail::usage(format!(
@@ -345,10 +348,27 @@ pub fn run(command: Command) -> Result<i32> {
                         fail::one_line(&e)
                     ))
                 })?;
-                crate::say!(
-                    "{} bytes={bytes} sha256={sha} logical_sha256={logical}",
-                    file.display()
-                );
+                // Every file is checked before anything is printed: a bad one names itself
+                // and leaves stdout empty, in either form.
+                documents.push(serde_json::json!({
+                    "file": file.display().to_string(),
+                    "bytes": bytes,
+                    "sha256": sha,
+                    "logical_sha256": logical,
+                }));
+            }
+            if json {
+                crate::say!("{}", serde_json::to_string_pretty(&documents)?);
+            } else {
+                for d in &documents {
+                    crate::say!(
+                        "{} bytes={} sha256={} logical_sha256={}",
+                        d["file"].as_str().unwrap_or_default(),
+                        d["bytes"],
+                        d["sha256"].as_str().unwrap_or_default(),
+                        d["logical_sha256"].as_str().unwrap_or_default()
+                    );
+                }
             }
             Ok(fail::EXIT_OK)
         }

@@ -30,6 +30,9 @@ pub struct Lab {
     pub scenarios: fn() -> Vec<Scenario>,
     /// The states its readback steps must show, by name (`verify --expect NAME`).
     pub stages: &'static [Stage],
+    /// The subcommands that run its roles, in protocol order (`crashlab --help` groups them
+    /// under the lab).
+    pub roles: &'static [&'static str],
 }
 
 impl Lab {

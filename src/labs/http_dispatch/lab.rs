@@ -18,6 +18,13 @@ pub static LAB: Lab = Lab {
     databases: &["intents.db", "receipts.db", "history.db", "receiver.db"],
     scenarios,
     stages: STAGES,
+    roles: &[
+        "intent",
+        "receiver",
+        "dispatcher",
+        "dispatch-verify",
+        "dispatch-post",
+    ],
 };
 
 const E: &str = "receiver.effects";

@@ -14,6 +14,7 @@ pub static LAB: Lab = Lab {
     databases: &["sender.db", "queue.db", "receiver.db"],
     scenarios,
     stages: STAGES,
+    roles: &["sender", "publisher", "consumer", "enqueue", "verify"],
 };
 
 pub static STAGES: &[Stage] = &[
