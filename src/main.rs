@@ -49,7 +49,7 @@ fn main() {
                 let reached = match missed.hits {
                     0 => "never reached".to_string(),
                     1 => "reached once".to_string(),
-                    n => format!("reached {n} times"),
+                    n => format!("reached {}", out::plural(n, "time", "times")),
                 };
                 out::warn(&format!(
                     "crashlab: the armed crash point {point}@{hit} was not reached ({reached}); nothing crashed"

@@ -58,7 +58,10 @@ pub fn run(command: Command) -> Result<i32> {
                 }
             };
             let written = sender::run(&db, &contracts, batch as usize)?;
-            out::line(&format!("SENT {written} contracts"));
+            out::line(&format!(
+                "SENT {}",
+                out::plural(written, "contract", "contracts")
+            ));
             Ok(fail::EXIT_OK)
         }
         Command::Publisher {
@@ -76,7 +79,10 @@ pub fn run(command: Command) -> Result<i32> {
                 batch: batch as usize,
                 variant,
             })?;
-            out::line(&format!("PUBLISHED {published} messages"));
+            out::line(&format!(
+                "PUBLISHED {}",
+                out::plural(published, "message", "messages")
+            ));
             Ok(fail::EXIT_OK)
         }
         Command::Consumer {

@@ -180,12 +180,14 @@ fn report_fields(
     if let Some(mut problems) = check_problems {
         if unexpected > 0 {
             problems.push(format!(
-                "{unexpected} processes exited with an unexpected code (see processes.json)"
+                "{} exited with an unexpected code (see processes.json)",
+                crate::out::plural(unexpected, "process", "processes")
             ));
         }
         if timed_out > 0 {
             problems.push(format!(
-                "{timed_out} processes hung past --process-timeout-ms and were killed"
+                "{} hung past --process-timeout-ms and were killed",
+                crate::out::plural(timed_out, "process", "processes")
             ));
         }
         expected.push(("ok", json!(problems.is_empty())));

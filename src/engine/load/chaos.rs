@@ -234,14 +234,14 @@ pub fn run(o: &Options, command: Vec<String>) -> Result<i32> {
     let mut problems = checked.problems.clone();
     if outcome.unexpected_exits > 0 {
         problems.push(format!(
-            "{} processes exited with an unexpected code (see processes.json)",
-            outcome.unexpected_exits
+            "{} exited with an unexpected code (see processes.json)",
+            crate::out::plural(outcome.unexpected_exits, "process", "processes")
         ));
     }
     if outcome.timed_out > 0 {
         problems.push(format!(
-            "{} processes hung past --process-timeout-ms and were killed",
-            outcome.timed_out
+            "{} hung past --process-timeout-ms and were killed",
+            crate::out::plural(outcome.timed_out, "process", "processes")
         ));
     }
     let mut kills_by_role = BTreeMap::new();
@@ -363,8 +363,8 @@ fn print_report(r: &Report<'_>) {
     );
     if r.kills_done < r.kills_requested {
         crate::say!(
-            "note: {} of {} kills were made: the work ended before the rest found a running process",
-            r.kills_done, r.kills_requested
+            "note: {} of {} were made: the work ended before the rest found a running process",
+            r.kills_done, crate::out::plural(r.kills_requested, "kill", "kills")
         );
     }
     if let Some(dir) = &r.evidence {

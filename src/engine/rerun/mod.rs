@@ -194,7 +194,10 @@ fn print(report: &Report) {
         );
     }
     if report.differences_more > 0 {
-        crate::say!("rerun: … and {} more differences", report.differences_more);
+        crate::say!(
+            "rerun: … and {} more",
+            crate::out::plural(report.differences_more, "difference", "differences")
+        );
     }
     if report.ok {
         crate::say!("rerun PASS: nothing deterministic differs");

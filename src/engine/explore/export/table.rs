@@ -69,8 +69,8 @@ pub fn render(lab: &Lab, report: &Report, out: &Path) -> String {
         }
         let _ = writeln!(
             s,
-            "FAIL: {} differences from what the designs predict",
-            report.differences.len()
+            "FAIL: {} from what the designs predict",
+            crate::out::plural(report.differences.len(), "difference", "differences")
         );
     }
     s
