@@ -237,9 +237,9 @@ pub fn run(command: Command) -> Result<i32> {
                 out::line(&serde_json::to_string(&value)?);
             } else {
                 out::line(&format!(
-                    "effects {} / receipts {} / history {} | intents {} pending {} unknown {} attempts {}",
+                    "effects {} / receipts {} / history {} | intents {} undelivered {} unknown {} attempts {}",
                     state.receiver.effects, state.receipts.receipts, state.history.history,
-                    state.intents.intents, state.intents.pending, state.intents.unknown,
+                    state.intents.intents, state.intents.undelivered, state.intents.unknown,
                     state.intents.attempts
                 ));
             }

@@ -51,7 +51,10 @@ pub fn differences(expected: &[String], found: &[String], limit: usize) -> Vec<S
     if out.len() > limit {
         let more = out.len() - limit;
         out.truncate(limit);
-        out.push(format!("and {} more", crate::out::plural(more, "difference", "differences")));
+        out.push(format!(
+            "and {} more",
+            crate::out::plural(more, "difference", "differences")
+        ));
     }
     out
 }

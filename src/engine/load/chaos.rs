@@ -364,7 +364,8 @@ fn print_report(r: &Report<'_>) {
     if r.kills_done < r.kills_requested {
         crate::say!(
             "note: {} of {} were made: the work ended before the rest found a running process",
-            r.kills_done, crate::out::plural(r.kills_requested, "kill", "kills")
+            r.kills_done,
+            crate::out::plural(r.kills_requested, "kill", "kills")
         );
     }
     if let Some(dir) = &r.evidence {
