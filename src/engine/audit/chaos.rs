@@ -186,7 +186,7 @@ fn report_fields(
         }
         if timed_out > 0 {
             problems.push(format!(
-                "{} hung past --process-timeout-ms and were killed",
+                "{} hung past --process-timeout-ms (killed)",
                 crate::out::plural(timed_out, "process", "processes")
             ));
         }

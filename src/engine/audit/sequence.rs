@@ -52,8 +52,8 @@ pub fn differences(expected: &[String], found: &[String], limit: usize) -> Vec<S
         let more = out.len() - limit;
         out.truncate(limit);
         out.push(format!(
-            "and {} more",
-            crate::out::plural(more, "difference", "differences")
+            "and {}",
+            crate::out::plural(more, "more difference", "more differences")
         ));
     }
     out

@@ -240,7 +240,7 @@ pub fn run(o: &Options, command: Vec<String>) -> Result<i32> {
     }
     if outcome.timed_out > 0 {
         problems.push(format!(
-            "{} hung past --process-timeout-ms and were killed",
+            "{} hung past --process-timeout-ms (killed)",
             crate::out::plural(outcome.timed_out, "process", "processes")
         ));
     }

@@ -195,8 +195,12 @@ fn print(report: &Report) {
     }
     if report.differences_more > 0 {
         crate::say!(
-            "rerun: … and {} more",
-            crate::out::plural(report.differences_more, "difference", "differences")
+            "rerun: … and {}",
+            crate::out::plural(
+                report.differences_more,
+                "more difference",
+                "more differences"
+            )
         );
     }
     if report.ok {
