@@ -300,10 +300,14 @@ fn claims(
         }
     }
     report.summary = format!(
-        "chaos 14, {} messages, {} processes, {} kills, {} lost, {} duplicated, claims, hashes",
-        options.messages,
-        chaos["processes"],
-        chaos["kills_done"],
+        "chaos 14, {}, {}, {}, {} lost, {} duplicated, claims, hashes",
+        crate::out::plural(options.messages, "message", "messages"),
+        crate::out::plural(
+            chaos["processes"].as_u64().unwrap_or(0),
+            "process",
+            "processes"
+        ),
+        crate::out::plural(chaos["kills_done"].as_u64().unwrap_or(0), "kill", "kills"),
         check.lost_effects,
         check.duplicated_effects
     );

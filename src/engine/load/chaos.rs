@@ -329,8 +329,15 @@ fn write_evidence(
 fn print_report(r: &Report<'_>) {
     let c = r.check;
     crate::say!(
-        "chaos 14: {} messages, {} consumers, batch {}, seed {}: {} of {} kills, {} processes, wall_ms {:.1}",
-        r.messages, r.consumers, r.batch, r.seed, r.kills_done, r.kills_requested, r.processes, r.wall_ms
+        "chaos 14: {}, {}, batch {}, seed {}: {} of {}, {}, wall_ms {:.1}",
+        crate::out::plural(r.messages, "message", "messages"),
+        crate::out::plural(r.consumers, "consumer", "consumers"),
+        r.batch,
+        r.seed,
+        r.kills_done,
+        crate::out::plural(r.kills_requested, "kill", "kills"),
+        crate::out::plural(r.processes, "process", "processes"),
+        r.wall_ms
     );
     let by_role: Vec<String> = r
         .kills_by_role
