@@ -226,4 +226,21 @@ fn audit_json_is_one_document_and_nothing_else_also_with_rerun() {
     let rerun = document(&rerun);
     assert_eq!(rerun["ok"], true);
     assert!(rerun.get("rerun").is_some(), "{rerun}");
+    // A failing audit is one document too, with its problems in it.
+    let results = dir.path().join("run/results.json");
+    let mut text = std::fs::read_to_string(&results).unwrap();
+    text.push('\n');
+    std::fs::write(&results, text).unwrap();
+    for more in [&[][..], &["--rerun"][..]] {
+        let mut args = vec!["audit", path, "--json"];
+        args.extend_from_slice(more);
+        let failed = crashlab(Path::new("."), &args);
+        assert_eq!(code(&failed), 1, "{more:?}: {}", stderr(&failed));
+        let failed = document(&failed);
+        assert_eq!(failed["ok"], false, "{more:?}");
+        assert!(
+            !failed["problems"].as_array().unwrap().is_empty(),
+            "{more:?}"
+        );
+    }
 }
