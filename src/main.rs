@@ -2,15 +2,20 @@
 //!
 //! `main` parses and dispatches; the work lives in the modules.
 
-use clap::{CommandFactory, FromArgMatches};
+use clap::FromArgMatches;
 use crashlab::events::{self, Event};
 use crashlab::{cli, crash, engine, fail, out, route, store};
 
 fn main() {
     engine::process::die_with_parent_if_asked();
     out::catch_print_panics();
+    // `crashlab` alone is someone asking what this is: the short guide, and success.
+    if std::env::args_os().len() == 1 {
+        out::print(&cli::guide());
+        std::process::exit(fail::EXIT_OK);
+    }
     // Parsed in two steps so the subcommand's own name (the role) is at hand for the events.
-    let parsed = cli::Cli::command()
+    let parsed = cli::command()
         .try_get_matches()
         .and_then(|matches| Ok((cli::Cli::from_arg_matches(&matches)?, matches)));
     let (cli, matches) = match parsed {
@@ -44,7 +49,7 @@ fn main() {
                 let reached = match missed.hits {
                     0 => "never reached".to_string(),
                     1 => "reached once".to_string(),
-                    n => format!("reached {n} times"),
+                    n => format!("reached {}", out::plural(n, "time", "times")),
                 };
                 out::warn(&format!(
                     "crashlab: the armed crash point {point}@{hit} was not reached ({reached}); nothing crashed"

@@ -104,6 +104,16 @@ pub fn print(text: &str) {
     });
 }
 
+/// A count and its noun, singular for exactly one: `plural(1, "crash", "crashes")` is
+/// "1 crash", `plural(2, …)` "2 crashes", `plural(0, …)` "0 crashes".
+pub fn plural<N>(n: N, one: &str, many: &str) -> String
+where
+    N: std::fmt::Display + PartialEq + From<u8>,
+{
+    let noun = if n == N::from(1) { one } else { many };
+    format!("{n} {noun}")
+}
+
 /// `println!` for reports: `say!("x {}", 1)`.
 #[macro_export]
 macro_rules! say {
@@ -176,6 +186,15 @@ mod tests {
         assert_eq!(Ending::of(full.kind()), Ending::Failed);
         let pipe = std::io::Error::from_raw_os_error(libc::EPIPE);
         assert_eq!(Ending::of(pipe.kind()), Ending::Quiet);
+    }
+
+    #[test]
+    fn plural_is_singular_for_exactly_one() {
+        assert_eq!(plural(1usize, "crash", "crashes"), "1 crash");
+        assert_eq!(plural(2usize, "crash", "crashes"), "2 crashes");
+        assert_eq!(plural(0i64, "difference", "differences"), "0 differences");
+        assert_eq!(plural(-1i64, "step", "steps"), "-1 steps");
+        assert_eq!(plural(1u64, "process", "processes"), "1 process");
     }
 
     #[test]

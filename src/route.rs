@@ -58,7 +58,10 @@ pub fn run(command: Command) -> Result<i32> {
                 }
             };
             let written = sender::run(&db, &contracts, batch as usize)?;
-            out::line(&format!("SENT {written} contracts"));
+            out::line(&format!(
+                "SENT {}",
+                out::plural(written, "contract", "contracts")
+            ));
             Ok(fail::EXIT_OK)
         }
         Command::Publisher {
@@ -76,7 +79,10 @@ pub fn run(command: Command) -> Result<i32> {
                 batch: batch as usize,
                 variant,
             })?;
-            out::line(&format!("PUBLISHED {published} messages"));
+            out::line(&format!(
+                "PUBLISHED {}",
+                out::plural(published, "message", "messages")
+            ));
             Ok(fail::EXIT_OK)
         }
         Command::Consumer {
@@ -231,9 +237,9 @@ pub fn run(command: Command) -> Result<i32> {
                 out::line(&serde_json::to_string(&value)?);
             } else {
                 out::line(&format!(
-                    "effects {} / receipts {} / history {} | intents {} pending {} unknown {} attempts {}",
+                    "effects {} / receipts {} / history {} | intents {} undelivered {} unknown {} attempts {}",
                     state.receiver.effects, state.receipts.receipts, state.history.history,
-                    state.intents.intents, state.intents.pending, state.intents.unknown,
+                    state.intents.intents, state.intents.undelivered, state.intents.unknown,
                     state.intents.attempts
                 ));
             }
@@ -290,6 +296,7 @@ pub fn run(command: Command) -> Result<i32> {
             moves,
             crash_mode,
             step_timeout_ms,
+            json,
         } => {
             let lab = crate::labs::find(&name)?;
             let out_dir = out_dir.unwrap_or_else(|| engine::driver::default_out(lab));
@@ -303,6 +310,7 @@ pub fn run(command: Command) -> Result<i32> {
                     crash_mode,
                     step_timeout_ms,
                     command,
+                    json,
                 },
             )
         }
@@ -329,7 +337,8 @@ pub fn run(command: Command) -> Result<i32> {
             })
         }
         Command::Explore(args) => engine::explore::command(&args, recorded_args()),
-        Command::Digest { files } => {
+        Command::Digest { files, json } => {
+            let mut documents = Vec::with_capacity(files.len());
             for file in files {
                 if !file.is_file() {
                     return Err(fail::usage(format!(
@@ -345,10 +354,27 @@ pub fn run(command: Command) -> Result<i32> {
                         fail::one_line(&e)
                     ))
                 })?;
-                crate::say!(
-                    "{} bytes={bytes} sha256={sha} logical_sha256={logical}",
-                    file.display()
-                );
+                // Every file is checked before anything is printed: a bad one names itself
+                // and leaves stdout empty, in either form.
+                documents.push(serde_json::json!({
+                    "file": file.display().to_string(),
+                    "bytes": bytes,
+                    "sha256": sha,
+                    "logical_sha256": logical,
+                }));
+            }
+            if json {
+                crate::say!("{}", serde_json::to_string_pretty(&documents)?);
+            } else {
+                for d in &documents {
+                    crate::say!(
+                        "{} bytes={} sha256={} logical_sha256={}",
+                        d["file"].as_str().unwrap_or_default(),
+                        d["bytes"],
+                        d["sha256"].as_str().unwrap_or_default(),
+                        d["logical_sha256"].as_str().unwrap_or_default()
+                    );
+                }
             }
             Ok(fail::EXIT_OK)
         }

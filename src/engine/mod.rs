@@ -36,6 +36,9 @@ pub struct Lab {
     /// The kind of store its databases are (`state::SQLITE`): snapshots, logical digests,
     /// kept copies and the audit's checks of them go through it.
     pub store: &'static dyn state::StateStore,
+    /// The subcommands that run its roles, in protocol order (`crashlab --help` groups them
+    /// under the lab).
+    pub roles: &'static [&'static str],
 }
 
 impl Lab {

@@ -4,6 +4,13 @@
 //! Every connection sets the same pragmas explicitly (the contract of the evidence), so a
 //! run never depends on a library default. Journal mode is WAL: a crash before a commit
 //! leaves frames no reader will see, and a read-only reader needs no hot-journal rollback.
+//!
+//! A 0-byte file is an empty database of the kind the role expects, for every role: SQLite
+//! itself reads a 0-byte file as a database with nothing in it, and a role killed between
+//! creating its file and its first commit leaves exactly that, which its restart and any
+//! readback in between must take as "nothing committed yet". A writing role gives it the
+//! schema, as it does a new file; a reading role reads it as that schema with no rows and
+//! leaves it untouched, 0 bytes. A file with any byte in it is judged by its contents.
 
 use std::path::Path;
 use std::time::Duration;
@@ -71,8 +78,13 @@ pub fn open_traced(
                 | OpenFlags::SQLITE_OPEN_NO_MUTEX
         }
     };
-    let mut conn = Connection::open_with_flags(path, flags)
-        .map_err(|e| explain(e, schema.db, &shown.to_string()))?;
+    let read_only = matches!(access, Access::Read);
+    let mut conn = if read_only && is_empty_file(path) {
+        empty_of_kind(schema).map_err(|e| explain(e, schema.db, &shown.to_string()))?
+    } else {
+        Connection::open_with_flags(path, flags)
+            .map_err(|e| explain(e, schema.db, &shown.to_string()))?
+    };
     if trace {
         let db = schema.db;
         conn.trace_v2(
@@ -86,7 +98,6 @@ pub fn open_traced(
         )
         .context("installing the SQL trace")?;
     }
-    let read_only = matches!(access, Access::Read);
     let shown = shown.to_string();
     // The schema is checked before any pragma that writes (journal_mode=wal rewrites the
     // header), so a foreign file is refused byte for byte as it was.
@@ -127,6 +138,25 @@ pub fn open_traced(
         conn,
         db: schema.db,
     })
+}
+
+/// A file of 0 bytes with no write-ahead log beside it that holds anything: a database that
+/// was created and never written (see the module's comment). A `-wal` with frames in it
+/// holds pages of the file, so that file is read as SQLite reads it.
+pub fn is_empty_file(path: &Path) -> bool {
+    let len = |p: &Path| std::fs::metadata(p).map(|m| m.len()).ok();
+    let mut wal = path.as_os_str().to_owned();
+    wal.push("-wal");
+    len(path) == Some(0) && len(Path::new(&wal)).unwrap_or(0) == 0
+}
+
+/// What a reading role sees of an empty file: an in-memory database holding `schema` and no
+/// rows, tagged as the file would be once a writing role had created it. The file itself is
+/// never opened, so it stays 0 bytes.
+fn empty_of_kind(schema: &Schema) -> rusqlite::Result<Connection> {
+    let conn = Connection::open_in_memory()?;
+    create_schema(&conn, schema)?;
+    Ok(conn)
 }
 
 /// Open a file read-only when it exists; `None` when it does not (it is never created).

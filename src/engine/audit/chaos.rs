@@ -180,12 +180,14 @@ fn report_fields(
     if let Some(mut problems) = check_problems {
         if unexpected > 0 {
             problems.push(format!(
-                "{unexpected} processes exited with an unexpected code (see processes.json)"
+                "{} exited with an unexpected code (see processes.json)",
+                crate::out::plural(unexpected, "process", "processes")
             ));
         }
         if timed_out > 0 {
             problems.push(format!(
-                "{timed_out} processes hung past --process-timeout-ms and were killed"
+                "{} hung past --process-timeout-ms (killed)",
+                crate::out::plural(timed_out, "process", "processes")
             ));
         }
         expected.push(("ok", json!(problems.is_empty())));
@@ -298,10 +300,14 @@ fn claims(
         }
     }
     report.summary = format!(
-        "chaos 14, {} messages, {} processes, {} kills, {} lost, {} duplicated, claims, hashes",
-        options.messages,
-        chaos["processes"],
-        chaos["kills_done"],
+        "chaos 14, {}, {}, {}, {} lost, {} duplicated, claims, hashes",
+        crate::out::plural(options.messages, "message", "messages"),
+        crate::out::plural(
+            chaos["processes"].as_u64().unwrap_or(0),
+            "process",
+            "processes"
+        ),
+        crate::out::plural(chaos["kills_done"].as_u64().unwrap_or(0), "kill", "kills"),
         check.lost_effects,
         check.duplicated_effects
     );

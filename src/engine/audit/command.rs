@@ -47,6 +47,7 @@ pub fn parse(command: &[String]) -> Result<Parsed, String> {
             moves,
             crash_mode,
             step_timeout_ms,
+            json: _,
         } => Ok(Parsed::Driver(Driver {
             lab,
             keep_db,

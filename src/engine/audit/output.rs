@@ -243,8 +243,9 @@ pub fn check(
                 say(
                     Which::Stdout,
                     format!(
-                        "line {}: '{line}', yet {point} was reached {seen} times",
-                        index + 1
+                        "line {}: '{line}', yet {point} was reached {}",
+                        index + 1,
+                        crate::out::plural(seen, "time", "times")
                     ),
                 );
             }

@@ -56,15 +56,14 @@ pub fn run(dir: &Path, json: bool, strict_sources: bool) -> Result<i32> {
                 )
             };
             crate::say!(
-                "PASS: lab {lab}, {} processes, {} crashes, {} conflict{}, claims, hashes{study}",
-                report.processes,
-                report.crashes,
-                report.conflicts,
-                if report.conflicts == 1 { "" } else { "s" }
+                "PASS: lab {lab}, {}, {}, {}, claims, hashes{study}",
+                crate::out::plural(report.processes, "process", "processes"),
+                crate::out::plural(report.crashes, "crash", "crashes"),
+                crate::out::plural(report.conflicts, "conflict", "conflicts")
             );
         } else {
             let n = report.problems.len();
-            crate::say!("FAIL: {n} problem{}", if n == 1 { "" } else { "s" });
+            crate::say!("FAIL: {}", crate::out::plural(n, "problem", "problems"));
         }
     }
     Ok(if report.ok {

@@ -32,8 +32,8 @@ pub fn differences(expected: &[String], found: &[String], limit: usize) -> Vec<S
         match (w, h) {
             (w, 0) if w > 0 => out.push(format!("{item} is missing")),
             (0, h) if h > 0 => out.push(format!("{item} is not one the run has")),
-            (w, h) if h > w => out.push(format!("{item} is recorded {h} times")),
-            (w, h) if h < w => out.push(format!("{item} is recorded {h} of {w} times")),
+            (w, h) if h > w => out.push(format!("{item} is recorded {}", times(h))),
+            (w, h) if h < w => out.push(format!("{item} is recorded {h} of {}", times(w))),
             _ => {}
         }
     }
@@ -51,9 +51,17 @@ pub fn differences(expected: &[String], found: &[String], limit: usize) -> Vec<S
     if out.len() > limit {
         let more = out.len() - limit;
         out.truncate(limit);
-        out.push(format!("and {more} more differences"));
+        out.push(format!(
+            "and {}",
+            crate::out::plural(more, "more difference", "more differences")
+        ));
     }
     out
+}
+
+/// `1 time`, `3 times`.
+fn times(n: usize) -> String {
+    crate::out::plural(n, "time", "times")
 }
 
 #[cfg(test)]

@@ -29,12 +29,15 @@ pub struct Options {
     pub step_timeout_ms: u64,
     /// The driver's own arguments after `crashlab`, for the record.
     pub command: Vec<String>,
+    /// Print one JSON document on stdout instead of the table.
+    pub json: bool,
 }
 
 /// The largest step timeout accepted: a step is milliseconds of work.
 pub const STEP_TIMEOUT_MS_MAX: u64 = 600_000;
 
 mod args;
+mod summary;
 mod table;
 
 pub use args::{apply_moves, claim_out, default_out, utc_stamp};
@@ -83,7 +86,12 @@ pub fn run(lab: &Lab, options: &Options) -> Result<i32> {
         }
     };
     evidence::publish(&partial, &options.out)?;
-    table::print_report(lab, &run, &scenarios, options);
+    if options.json {
+        let document = summary::document(lab, &run, &scenarios, options);
+        crate::say!("{}", serde_json::to_string_pretty(&document)?);
+    } else {
+        table::print_report(lab, &run, &scenarios, options);
+    }
     Ok(if run.results.ok {
         fail::EXIT_OK
     } else {

@@ -1,9 +1,10 @@
 //! The table a driver run prints: one row per step, one per scenario, then the verdict.
 
 use crate::crash;
-use crate::engine::evidence::StepResult;
-use crate::engine::scenario::{Expect, Scenario};
+use crate::engine::evidence::{Process, StepResult};
+use crate::engine::scenario::{Expect, Scenario, Step};
 use crate::engine::Lab;
+use crate::out::plural;
 
 use super::{readback_key, Options, Run};
 
@@ -43,27 +44,7 @@ pub(super) fn print_report(lab: &Lab, run: &Run, scenarios: &[Scenario], options
             current = Some(p.scenario.as_str());
             crate::say!("[{}]", p.scenario);
         }
-        let state = match &step.expect {
-            Expect::Readback(stage) => {
-                let readback = run
-                    .readbacks
-                    .get(&readback_key(&p.scenario, &p.step))
-                    .and_then(|l| serde_json::from_str(l).ok());
-                stage.describe(readback.as_ref())
-            }
-            Expect::Crash => match (&step.crash, r.observed["crash_line"] == true) {
-                (Some(point), true) => format!("CRASH {point}"),
-                (Some(spec), false) if r.observed["not_reached"] == true => {
-                    let (point, hit) = crash::split_spec(spec);
-                    crash::not_reached_line(point, hit)
-                }
-                (Some(point), false) => format!("no CRASH line (armed {point})"),
-                (None, _) => "no crash (moved away)".to_string(),
-            },
-            Expect::Output(text) if r.observed["output"] == true => format!("'{text}'"),
-            Expect::Output(text) => format!("no '{text}' in the output"),
-            Expect::Exit => String::new(),
-        };
+        let state = step_state(run, step, p, r);
         let mark = if r.ok { "" } else { "  <-- FAILED" };
         crate::say!(
             "{:<width$} {:>6} {:>5} {:>8.2}  {state}{mark}",
@@ -90,7 +71,10 @@ pub(super) fn print_report(lab: &Lab, run: &Run, scenarios: &[Scenario], options
     let total = run.processes.total_wall_ms;
     let n = run.processes.processes.len();
     if failed.is_empty() {
-        crate::say!("PASS: {n} processes, every expectation held; total wall_ms {total:.1}");
+        crate::say!(
+            "PASS: {}, every expectation held; total wall_ms {total:.1}",
+            plural(n, "process", "processes")
+        );
         if !options.moves.is_empty() {
             crate::say!(
                 "note: the moved crash ({}) broke no expectation",
@@ -99,8 +83,9 @@ pub(super) fn print_report(lab: &Lab, run: &Run, scenarios: &[Scenario], options
         }
     } else {
         crate::say!(
-            "FAIL: {} of {n} steps did not hold their expectations; total wall_ms {total:.1}",
-            failed.len()
+            "FAIL: {} of {} did not hold their expectations; total wall_ms {total:.1}",
+            failed.len(),
+            plural(n, "step", "steps")
         );
     }
 }
@@ -116,20 +101,7 @@ fn print_scenarios(run: &Run, scenarios: &[Scenario]) {
             .iter()
             .filter(|r| r.scenario == scenario.name)
             .all(|r| r.ok);
-        let last = scenario.steps.iter().rev().find_map(|s| match &s.expect {
-            Expect::Readback(stage) => Some((s, stage)),
-            _ => None,
-        });
-        let state = match last {
-            Some((step, stage)) => {
-                let readback = run
-                    .readbacks
-                    .get(&readback_key(&scenario.name, &step.name))
-                    .and_then(|l| serde_json::from_str(l).ok());
-                stage.describe(readback.as_ref())
-            }
-            None => String::new(),
-        };
+        let state = scenario_state(run, scenario).0;
         crate::say!(
             "{:<28} {:<4} {state}",
             scenario.name,
@@ -137,4 +109,52 @@ fn print_scenarios(run: &Run, scenarios: &[Scenario]) {
         );
     }
     crate::say!();
+}
+
+/// What a step's row says in the state column: the readback against its stage, the crash
+/// line, the output it had to print.
+pub(super) fn step_state(run: &Run, step: &Step, p: &Process, r: &StepResult) -> String {
+    match &step.expect {
+        Expect::Readback(stage) => {
+            let readback = run
+                .readbacks
+                .get(&readback_key(&p.scenario, &p.step))
+                .and_then(|l| serde_json::from_str(l).ok());
+            stage.describe(readback.as_ref())
+        }
+        Expect::Crash => match (&step.crash, r.observed["crash_line"] == true) {
+            (Some(point), true) => format!("CRASH {point}"),
+            (Some(spec), false) if r.observed["not_reached"] == true => {
+                let (point, hit) = crash::split_spec(spec);
+                crash::not_reached_line(point, hit)
+            }
+            (Some(point), false) => format!("no CRASH line (armed {point})"),
+            (None, _) => "no crash (moved away)".to_string(),
+        },
+        Expect::Output(text) if r.observed["output"] == true => format!("'{text}'"),
+        Expect::Output(text) => format!("no '{text}' in the output"),
+        Expect::Exit => String::new(),
+    }
+}
+
+/// A scenario's final state: its last readback described against its stage, and the
+/// readback itself (`None` when the scenario has no readback step or it printed none).
+pub(super) fn scenario_state(
+    run: &Run,
+    scenario: &Scenario,
+) -> (String, Option<serde_json::Value>) {
+    let last = scenario.steps.iter().rev().find_map(|s| match &s.expect {
+        Expect::Readback(stage) => Some((s, stage)),
+        _ => None,
+    });
+    match last {
+        Some((step, stage)) => {
+            let readback: Option<serde_json::Value> = run
+                .readbacks
+                .get(&readback_key(&scenario.name, &step.name))
+                .and_then(|l| serde_json::from_str(l).ok());
+            (stage.describe(readback.as_ref()), readback)
+        }
+        None => (String::new(), None),
+    }
 }

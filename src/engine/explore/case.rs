@@ -348,9 +348,9 @@ pub fn run(def: &CaseDef, env: &Env<'_>) -> Result<CaseResult> {
     let error = endings_wrong(endings, crashed, env, &mut problems);
     if def.crash.is_some() && def.expect_reached && !crashed {
         problems.push(format!(
-            "the probe reached {} at least {} times, this case never crashed there",
+            "the probe reached {} at least {}, this case never crashed there",
             def.crash.map_or("", |c| c.0),
-            def.hit()
+            crate::out::plural(def.hit(), "time", "times")
         ));
     }
 

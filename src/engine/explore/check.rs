@@ -181,7 +181,8 @@ pub fn judge(observed: &Observed, stdouts: &[(String, String)]) -> Judgement {
             None => {
                 j.counts.duplicated_effects += credits;
                 j.problems.push(format!(
-                    "effect without cause: contract {contract} credited {credits} times ({balance}) but never committed"
+                    "effect without cause: contract {contract} credited {} ({balance}) but never committed",
+                    crate::out::plural(*credits, "time", "times")
                 ));
             }
             Some(amount) => {
@@ -215,7 +216,9 @@ pub fn judge(observed: &Observed, stdouts: &[(String, String)]) -> Judgement {
     j.nothing_stuck = outbox_pending == 0 && queue_pending == 0;
     if !j.nothing_stuck {
         j.problems.push(format!(
-            "stuck after recovery: {outbox_pending} Outbox rows and {queue_pending} deliveries still pending"
+            "stuck after recovery: {} and {} still pending",
+            crate::out::plural(outbox_pending, "Outbox row", "Outbox rows"),
+            crate::out::plural(queue_pending, "delivery", "deliveries")
         ));
     }
 

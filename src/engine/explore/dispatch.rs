@@ -730,9 +730,9 @@ pub fn run(def: &Case, env: &Env<'_>) -> Result<CaseResult> {
     let error = case::endings_wrong(endings, crashed, env, &mut problems);
     if def.crash.is_some() && def.expect_reached && !crashed {
         problems.push(format!(
-            "the probe reached {} at least {} times, this case never crashed there",
+            "the probe reached {} at least {}, this case never crashed there",
             def.crash.map_or("", |c| c.0),
-            def.crash.map_or(0, |c| c.1)
+            crate::out::plural(def.crash.map_or(0, |c| c.1), "time", "times")
         ));
     }
 
@@ -822,8 +822,9 @@ pub fn verdict(
                     if let CaseCounts::Dispatch(n) = c.counts {
                         if n.effects != n.intents + 1 {
                             differences.push(format!(
-                                "{design} at {at}: {} effects for {} intents, predicted one more",
-                                n.effects, n.intents
+                                "{design} at {at}: {} for {}, predicted one more",
+                                crate::out::plural(n.effects, "effect", "effects"),
+                                crate::out::plural(n.intents, "intent", "intents")
                             ));
                         }
                     }

@@ -640,10 +640,10 @@ fn verdict(
                     format!("{} at {}", inv.key(), cases.join(", "))
                 } else {
                     format!(
-                        "{} in {} cases at {} points",
+                        "{} in {} at {}",
                         inv.key(),
-                        at.len(),
-                        points.len()
+                        crate::out::plural(at.len(), "case", "cases"),
+                        crate::out::plural(points.len(), "point", "points")
                     )
                 })
             })

@@ -551,11 +551,15 @@ fn measure(o: &Options) -> Result<i32> {
     let bar = Progress::new("bench", 4);
     let mut problems = Vec::new();
 
-    bar.phase(&format!("per-phase process cost, {} runs", o.runs));
+    bar.phase(&format!(
+        "per-phase process cost, {}",
+        crate::out::plural(o.runs, "run", "runs")
+    ));
     let costs = phase_costs(&exe, o.runs)?;
     bar.phase(&format!(
-        "stages one at a time, then all at once: {n} messages, {} consumers, trace on",
-        o.consumers
+        "stages one at a time, then all at once: {}, {}, trace on",
+        crate::out::plural(n, "message", "messages"),
+        crate::out::plural(o.consumers, "consumer", "consumers")
     ));
     // The ceiling is measured three times, before, between and after the two passes, and
     // the median taken: on a shared machine the load changes within one run.
@@ -671,11 +675,11 @@ fn measure(o: &Options) -> Result<i32> {
 
 fn print_report(r: &Report) {
     crate::say!(
-        "bench 14: {} messages, batch {}, {} consumers, {} cpus, SQLite {}",
-        r.messages,
+        "bench 14: {}, batch {}, {}, {}, SQLite {}",
+        crate::out::plural(r.messages, "message", "messages"),
         r.batch,
-        r.consumers,
-        r.cpus,
+        crate::out::plural(r.consumers, "consumer", "consumers"),
+        crate::out::plural(r.cpus, "cpu", "cpus"),
         r.sqlite_version
     );
     crate::say!();

@@ -234,14 +234,14 @@ pub fn run(o: &Options, command: Vec<String>) -> Result<i32> {
     let mut problems = checked.problems.clone();
     if outcome.unexpected_exits > 0 {
         problems.push(format!(
-            "{} processes exited with an unexpected code (see processes.json)",
-            outcome.unexpected_exits
+            "{} exited with an unexpected code (see processes.json)",
+            crate::out::plural(outcome.unexpected_exits, "process", "processes")
         ));
     }
     if outcome.timed_out > 0 {
         problems.push(format!(
-            "{} processes hung past --process-timeout-ms and were killed",
-            outcome.timed_out
+            "{} hung past --process-timeout-ms (killed)",
+            crate::out::plural(outcome.timed_out, "process", "processes")
         ));
     }
     let mut kills_by_role = BTreeMap::new();
@@ -329,8 +329,15 @@ fn write_evidence(
 fn print_report(r: &Report<'_>) {
     let c = r.check;
     crate::say!(
-        "chaos 14: {} messages, {} consumers, batch {}, seed {}: {} of {} kills, {} processes, wall_ms {:.1}",
-        r.messages, r.consumers, r.batch, r.seed, r.kills_done, r.kills_requested, r.processes, r.wall_ms
+        "chaos 14: {}, {}, batch {}, seed {}: {} of {}, {}, wall_ms {:.1}",
+        crate::out::plural(r.messages, "message", "messages"),
+        crate::out::plural(r.consumers, "consumer", "consumers"),
+        r.batch,
+        r.seed,
+        r.kills_done,
+        crate::out::plural(r.kills_requested, "kill", "kills"),
+        crate::out::plural(r.processes, "process", "processes"),
+        r.wall_ms
     );
     let by_role: Vec<String> = r
         .kills_by_role
@@ -363,8 +370,9 @@ fn print_report(r: &Report<'_>) {
     );
     if r.kills_done < r.kills_requested {
         crate::say!(
-            "note: {} of {} kills were made: the work ended before the rest found a running process",
-            r.kills_done, r.kills_requested
+            "note: {} of {} were made: the work ended before the rest found a running process",
+            r.kills_done,
+            crate::out::plural(r.kills_requested, "kill", "kills")
         );
     }
     if let Some(dir) = &r.evidence {

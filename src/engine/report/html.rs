@@ -110,14 +110,15 @@ fn verdict(ev: &Evidence) -> (bool, String) {
     let head = if ok {
         format!(
             "<b>PASS</b>: <code>:valid? true</code>. The checker found every expectation held \
-             across {n} {}. {nemesis}",
-            if n == 1 { "process" } else { "processes" }
+             across {}. {nemesis}",
+            crate::out::plural(n, "process", "processes")
         )
     } else {
         format!(
-            "<b>FAIL</b>: <code>:valid? false</code>. The checker found {} of {n} steps that did \
+            "<b>FAIL</b>: <code>:valid? false</code>. The checker found {} of {} that did \
              not hold their expectations. {nemesis}",
-            failed.len()
+            failed.len(),
+            crate::out::plural(n, "step", "steps")
         )
     };
     (ok, head)

@@ -327,10 +327,15 @@ pub fn build(ev: &Evidence, group: &str) -> Timeline {
     let routes = routes(&marks);
     let failed = columns.iter().filter(|c| !c.ok).count();
     let verdict = if failed == 0 {
-        let plural = if n == 1 { "process" } else { "processes" };
-        format!("PASS: {n} {plural}, every expectation held")
+        format!(
+            "PASS: {}, every expectation held",
+            crate::out::plural(n, "process", "processes")
+        )
     } else {
-        format!("FAIL: {failed} of {n} steps did not hold their expectations")
+        format!(
+            "FAIL: {failed} of {} did not hold their expectations",
+            crate::out::plural(n, "step", "steps")
+        )
     };
     let mut title = format!("crashlab driver: lab {}", ev.processes.lab);
     if !group.is_empty() {

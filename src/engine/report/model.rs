@@ -43,7 +43,7 @@ pub struct Output {
     pub commits: Vec<Commit>,
     /// The `CRASH …` line without its first word: `sender.after-commit exit=73`.
     pub crash: Option<String>,
-    /// The last line that says what the process did: `PUBLISHED 1 messages`.
+    /// The last line that says what the process did: `PUBLISHED 1 message`.
     pub summary: Option<String>,
     /// The first `crashlab: …` line of stderr.
     pub error: Option<String>,

@@ -194,7 +194,14 @@ fn print(report: &Report) {
         );
     }
     if report.differences_more > 0 {
-        crate::say!("rerun: … and {} more differences", report.differences_more);
+        crate::say!(
+            "rerun: … and {}",
+            crate::out::plural(
+                report.differences_more,
+                "more difference",
+                "more differences"
+            )
+        );
     }
     if report.ok {
         crate::say!("rerun PASS: nothing deterministic differs");

@@ -19,11 +19,20 @@ pub static LAB: Lab = Lab {
     scenarios,
     stages: STAGES,
     store: crate::engine::state::SQLITE,
+    roles: &[
+        "intent",
+        "receiver",
+        "dispatcher",
+        "dispatch-verify",
+        "dispatch-post",
+    ],
 };
 
 const E: &str = "receiver.effects";
 const R: &str = "receipts.receipts";
 const H: &str = "history.history";
+/// Intents without a receipt: 0 once every intent is delivered.
+const U: &str = "intents.undelivered";
 
 /// Stages are named `<scenario>.<step>`: step names repeat across scenarios.
 pub static STAGES: &[Stage] = &[
@@ -33,7 +42,7 @@ pub static STAGES: &[Stage] = &[
     },
     Stage {
         name: "keyed-dispatcher-crash.final",
-        fields: &[(E, 1), (R, 1), (H, 1), ("receipts.replayed", 1)],
+        fields: &[(E, 1), (R, 1), (H, 1), ("receipts.replayed", 1), (U, 0)],
     },
     Stage {
         name: "unkeyed-dispatcher-crash.after-crash",
@@ -53,15 +62,15 @@ pub static STAGES: &[Stage] = &[
     },
     Stage {
         name: "receiver-unavailable.after-unavailable",
-        fields: &[(E, 0), (R, 0), (H, 0), ("intents.attempts", 0)],
+        fields: &[(E, 0), (R, 0), (H, 0), ("intents.attempts", 0), (U, 1)],
     },
     Stage {
         name: "receiver-unavailable.final",
-        fields: &[(E, 1), (R, 1), (H, 1)],
+        fields: &[(E, 1), (R, 1), (H, 1), (U, 0)],
     },
     Stage {
         name: "key-conflict.final",
-        fields: &[(E, 1), (R, 0), (H, 0), ("receiver.ledger", 1)],
+        fields: &[(E, 1), (R, 0), (H, 0), ("receiver.ledger", 1), (U, 1)],
     },
     Stage {
         name: "keyed-receiver-crash.after-crash",
@@ -93,7 +102,7 @@ pub static STAGES: &[Stage] = &[
     },
     Stage {
         name: "unkeyed-unknown-hold.final",
-        fields: &[(E, 1), (R, 0), (H, 0), ("intents.unknown", 1)],
+        fields: &[(E, 1), (R, 0), (H, 0), ("intents.unknown", 1), (U, 1)],
     },
 ];
 

@@ -1,20 +1,31 @@
 //! The read-only view of lab 13's four files. A file that does not exist yet reads as empty
 //! and is named in `absent`; it is never created.
+//!
+//! An intent keeps its row after delivery (the intents file is never written after the
+//! reply: the receipt is the record of delivery, in its own file), so whether an intent is
+//! still owed is a fact of two files: `intents.undelivered` counts intents without a receipt.
 
+use std::collections::BTreeSet;
 use std::path::Path;
 
 use anyhow::Result;
 use rusqlite::Connection;
 use serde::Serialize;
 
+use crate::fail;
+use crate::labs::http_dispatch::dispatcher::INTENTS_MAX;
 use crate::labs::http_dispatch::schema::{HISTORY, INTENTS, RECEIPTS, RECEIVER};
 use crate::store::{self, Db};
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct IntentsState {
     pub intents: i64,
-    pub pending: i64,
+    /// Intents without a receipt: not delivered yet, as far as the dispatcher knows. 0 after
+    /// every intent was delivered.
+    pub undelivered: i64,
+    /// Intents held as result-unknown (`--unknown hold`), left for reconciliation.
     pub unknown: i64,
+    /// Attempts recorded before sending, delivered or not.
     pub attempts: i64,
 }
 
@@ -58,13 +69,34 @@ fn n(conn: &Connection, sql: &str) -> rusqlite::Result<i64> {
     conn.query_row(sql, [], |r| r.get(0))
 }
 
+/// The keys of `sql`'s rows, at most `INTENTS_MAX` (the most intents a dispatcher reads).
+fn keys(conn: &Connection, sql: &str) -> rusqlite::Result<BTreeSet<String>> {
+    let mut stmt = conn.prepare(sql)?;
+    let keys = stmt
+        .query_map([INTENTS_MAX], |r| r.get(0))?
+        .collect::<rusqlite::Result<BTreeSet<String>>>()?;
+    Ok(keys)
+}
+
+fn intent_keys(conn: &Connection) -> rusqlite::Result<BTreeSet<String>> {
+    keys(conn, "SELECT key FROM intents ORDER BY seq LIMIT ?1")
+}
+
+fn receipt_keys(conn: &Connection) -> rusqlite::Result<BTreeSet<String>> {
+    keys(conn, "SELECT key FROM receipts ORDER BY key LIMIT ?1")
+}
+
+/// Intents whose key has no receipt.
+fn undelivered(intents: &BTreeSet<String>, receipts: &BTreeSet<String>) -> i64 {
+    intents.difference(receipts).count() as i64
+}
+
+/// The intents file's counts; `undelivered` is every intent until the receipts are known.
 pub fn intents_state(conn: &Connection) -> rusqlite::Result<IntentsState> {
+    let intents = n(conn, "SELECT count(*) FROM intents")?;
     Ok(IntentsState {
-        intents: n(conn, "SELECT count(*) FROM intents")?,
-        pending: n(
-            conn,
-            "SELECT count(*) FROM intents WHERE status = 'pending'",
-        )?,
+        intents,
+        undelivered: intents,
         unknown: n(
             conn,
             "SELECT count(*) FROM intents WHERE status = 'unknown'",
@@ -103,12 +135,19 @@ pub fn state_of(
     receiver: Option<&Connection>,
 ) -> rusqlite::Result<State> {
     let mut state = State::default();
+    let mut owed = BTreeSet::new();
     match intents {
-        Some(c) => state.intents = intents_state(c)?,
+        Some(c) => {
+            state.intents = intents_state(c)?;
+            owed = intent_keys(c)?;
+        }
         None => state.absent.push("intents"),
     }
     match receipts {
-        Some(c) => state.receipts = receipts_state(c)?,
+        Some(c) => {
+            state.receipts = receipts_state(c)?;
+            state.intents.undelivered = undelivered(&owed, &receipt_keys(c)?);
+        }
         None => state.absent.push("receipts"),
     }
     match history {
@@ -136,14 +175,31 @@ pub fn read_traced(paths: &Paths<'_>, trace: bool) -> Result<State> {
         let (name, shown) = (db.db, p.display().to_string());
         move |e| store::explain(e, name, &shown)
     }
+    let mut owed = BTreeSet::new();
     match store::open_existing(paths.intents, &INTENTS, trace)? {
-        Some(db) => state.intents = intents_state(&db.conn).map_err(on(&db, paths.intents))?,
+        Some(db) => {
+            state.intents = intents_state(&db.conn).map_err(on(&db, paths.intents))?;
+            if state.intents.intents > INTENTS_MAX {
+                return Err(fail::usage(format!(
+                    "intents database {} holds {} intents, more than the {INTENTS_MAX} the lab reads",
+                    paths.intents.display(),
+                    state.intents.intents
+                )));
+            }
+            owed = intent_keys(&db.conn).map_err(on(&db, paths.intents))?;
+        }
         None => state.absent.push("intents"),
     }
     match store::open_existing(paths.receipts, &RECEIPTS, trace)? {
-        Some(db) => state.receipts = receipts_state(&db.conn).map_err(on(&db, paths.receipts))?,
+        Some(db) => {
+            state.receipts = receipts_state(&db.conn).map_err(on(&db, paths.receipts))?;
+            let delivered = receipt_keys(&db.conn).map_err(on(&db, paths.receipts))?;
+            state.intents.undelivered = undelivered(&owed, &delivered);
+        }
         None => state.absent.push("receipts"),
     }
+    // Postcondition: what is owed is part of what was intended.
+    assert!(state.intents.undelivered <= state.intents.intents);
     match store::open_existing(paths.history, &HISTORY, trace)? {
         Some(db) => state.history = history_state(&db.conn).map_err(on(&db, paths.history))?,
         None => state.absent.push("history"),

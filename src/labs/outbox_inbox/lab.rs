@@ -17,6 +17,7 @@ pub static LAB: Lab = Lab {
     scenarios,
     stages: STAGES,
     store: crate::engine::state::SQLITE,
+    roles: &["sender", "publisher", "consumer", "enqueue", "verify"],
 };
 
 pub static STAGES: &[Stage] = &[

@@ -30,9 +30,9 @@ pub fn render(lab: &Lab, report: &Report) -> String {
         let _ = writeln!(s);
         let _ = writeln!(
             s,
-            "## {} ({} cases): {}",
+            "## {} ({}): {}",
             block.variant,
-            block.cases,
+            crate::out::plural(block.cases, "case", "cases"),
             summary(&block)
         );
         let _ = writeln!(s);

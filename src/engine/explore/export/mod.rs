@@ -141,6 +141,10 @@ pub fn summary(block: &Block) -> String {
     if block.broken_cases == 0 {
         "holds at every reached point".to_string()
     } else {
-        format!("{} of {} cases break", block.broken_cases, block.cases)
+        format!(
+            "{} of {} break",
+            block.broken_cases,
+            crate::out::plural(block.cases, "case", "cases")
+        )
     }
 }

@@ -27,9 +27,9 @@ pub fn render(lab: &Lab, report: &Report, out: &Path) -> String {
         let _ = writeln!(s);
         let _ = writeln!(
             s,
-            "{} ({} cases): {}",
+            "{} ({}): {}",
             block.variant,
-            block.cases,
+            crate::out::plural(block.cases, "case", "cases"),
             summary(&block)
         );
         let _ = write!(s, "{:<32} {:>4}", "point", "hits");
@@ -69,8 +69,8 @@ pub fn render(lab: &Lab, report: &Report, out: &Path) -> String {
         }
         let _ = writeln!(
             s,
-            "FAIL: {} differences from what the designs predict",
-            report.differences.len()
+            "FAIL: {} from what the designs predict",
+            crate::out::plural(report.differences.len(), "difference", "differences")
         );
     }
     s

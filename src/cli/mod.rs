@@ -4,6 +4,11 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
+mod help;
+mod recorded;
+
+pub use help::{command, guide};
+
 use crate::crash::Mode;
 use crate::labs::outbox_inbox::model::parse_amount;
 use crate::labs::outbox_inbox::variant::Variant;
@@ -39,17 +44,22 @@ pub struct CrashArgs {
 pub enum Command {
     /// Lab 14 business transaction: contract + Outbox row in one commit
     Sender {
+        /// The sender database (contracts + Outbox); created with its schema when missing
         #[arg(long, value_name = "FILE")]
         db: PathBuf,
+        /// Contract id of the one contract to write (with --amount and --message)
         #[arg(long, conflicts_with = "generate")]
         contract: Option<String>,
+        /// The contract's amount, a whole number (negative allowed)
         #[arg(long, value_parser = parse_amount, allow_negative_numbers = true)]
         amount: Option<i64>,
+        /// Message id of the Outbox row written with the contract (the key the Inbox dedups on)
         #[arg(long)]
         message: Option<String>,
         /// Write N generated contracts (C000001…, M000001…), amounts from --seed
         #[arg(long, value_name = "N")]
         generate: Option<usize>,
+        /// Seed of the generated amounts (same seed, same contracts)
         #[arg(long, default_value_t = 1)]
         seed: u64,
         /// Contracts per transaction
@@ -60,13 +70,16 @@ pub enum Command {
     },
     /// Lab 14 publisher: queue commit first, then mark the Outbox rows sent
     Publisher {
+        /// The sender database whose pending Outbox rows are published
         #[arg(long, value_name = "FILE")]
         sender: PathBuf,
+        /// The queue database the deliveries are written to; created when missing
         #[arg(long, value_name = "FILE")]
         queue: PathBuf,
         /// Outbox rows per queue transaction
         #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=10_000))]
         batch: u32,
+        /// The protocol to run: the lab's design, or one of its known-broken variants
         #[arg(long, value_enum, default_value_t = Variant::Correct)]
         variant: Variant,
         #[command(flatten)]
@@ -74,8 +87,10 @@ pub enum Command {
     },
     /// Lab 14 consumer: Inbox + ledger in one receiver commit, then ack
     Consumer {
+        /// The queue database deliveries are claimed from
         #[arg(long, value_name = "FILE")]
         queue: PathBuf,
+        /// The receiver database (Inbox + ledger); created when missing
         #[arg(long, value_name = "FILE")]
         receiver: PathBuf,
         /// This consumer's name; a restart under the same name takes its claims back at once
@@ -87,6 +102,7 @@ pub enum Command {
         /// Deliveries per claim, receiver transaction and ack transaction
         #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=10_000))]
         batch: u32,
+        /// The protocol to run: the lab's design, or one of its known-broken variants
         #[arg(long, value_enum, default_value_t = Variant::Correct)]
         variant: Variant,
         /// Delete Inbox rows older than this before consuming (default: keep forever)
@@ -97,12 +113,16 @@ pub enum Command {
     },
     /// Lab 14 faulty upstream: write a raw delivery into the queue
     Enqueue {
+        /// The queue database to write the delivery into; created when missing
         #[arg(long, value_name = "FILE")]
         queue: PathBuf,
+        /// Message id of the delivery (reuse one to send a duplicate)
         #[arg(long)]
         message: String,
+        /// Contract id in the delivery's payload
         #[arg(long, default_value = "R1")]
         contract: String,
+        /// Amount in the delivery's payload, a whole number (negative allowed)
         #[arg(long, value_parser = parse_amount, allow_negative_numbers = true)]
         amount: i64,
         #[command(flatten)]
@@ -110,10 +130,13 @@ pub enum Command {
     },
     /// Lab 14 readback: open the three files read-only and print their state
     Verify {
+        /// The sender database (must exist)
         #[arg(long, value_name = "FILE")]
         sender: PathBuf,
+        /// The queue database (a missing file reads as empty and is named in `absent`)
         #[arg(long, value_name = "FILE")]
         queue: PathBuf,
+        /// The receiver database (a missing file reads as empty and is named in `absent`)
         #[arg(long, value_name = "FILE")]
         receiver: PathBuf,
         /// Print the readback JSON as the last line of stdout
@@ -125,11 +148,13 @@ pub enum Command {
     },
     /// Lab 13: record an intent (stable key + body) in one commit
     Intent {
+        /// The intents database; created with its schema when missing
         #[arg(long, value_name = "FILE")]
         intents: PathBuf,
         /// Idempotency key, [A-Za-z0-9_-]{1,64}
         #[arg(long)]
         key: String,
+        /// The request body to deliver, sent unchanged on every attempt
         #[arg(long)]
         body: String,
         #[command(flatten)]
@@ -137,8 +162,10 @@ pub enum Command {
     },
     /// Lab 13: HTTP receiver on 127.0.0.1; prints `READY <port>` when it accepts connections
     Receiver {
+        /// The receiver database (effects + idempotency ledger); created when missing
         #[arg(long, value_name = "FILE")]
         db: PathBuf,
+        /// Keyed: one effect per Idempotency-Key; unkeyed: every request is a new effect
         #[arg(long, value_enum)]
         mode: crate::labs::http_dispatch::receiver::Mode,
         /// 0: any free port
@@ -164,12 +191,16 @@ pub enum Command {
     },
     /// Lab 13: send every intent without a receipt; receipt, then history, after the reply
     Dispatcher {
+        /// The intents database (must exist: `crashlab intent` creates it)
         #[arg(long, value_name = "FILE")]
         intents: PathBuf,
+        /// The receipts database, one row per delivered key; created when missing
         #[arg(long, value_name = "FILE")]
         receipts: PathBuf,
+        /// The history database, the dispatcher's local log; created when missing
         #[arg(long, value_name = "FILE")]
         history: PathBuf,
+        /// The receiver's port on 127.0.0.1 (or --port-file)
         #[arg(
             long,
             conflicts_with = "port_file",
@@ -196,12 +227,16 @@ pub enum Command {
     },
     /// Lab 13 readback: open the four files read-only and print their state
     DispatchVerify {
+        /// The intents database (a missing file reads as empty and is named in `absent`)
         #[arg(long, value_name = "FILE")]
         intents: PathBuf,
+        /// The receipts database (a missing file reads as empty and is named in `absent`)
         #[arg(long, value_name = "FILE")]
         receipts: PathBuf,
+        /// The history database (a missing file reads as empty and is named in `absent`)
         #[arg(long, value_name = "FILE")]
         history: PathBuf,
+        /// The receiver database (a missing file reads as empty and is named in `absent`)
         #[arg(long, value_name = "FILE")]
         receiver: PathBuf,
         /// Print the readback JSON as the last line of stdout
@@ -213,17 +248,20 @@ pub enum Command {
     },
     /// Lab 13: one raw request to the receiver; prints STATUS, the replay header, the body
     DispatchPost {
+        /// The receiver's port on 127.0.0.1 (or --port-file)
         #[arg(
             long,
             conflicts_with = "port_file",
             required_unless_present = "port_file"
         )]
         port: Option<u16>,
+        /// Read the receiver's port from this file (its --port-file)
         #[arg(long, value_name = "FILE")]
         port_file: Option<PathBuf>,
         /// Sent as Idempotency-Key, unchecked (the receiver judges it)
         #[arg(long)]
         key: Option<String>,
+        /// The request body
         #[arg(long, default_value = "{}", conflicts_with = "body_bytes")]
         body: String,
         /// Send a body of N bytes instead
@@ -232,17 +270,21 @@ pub enum Command {
         /// GET /effect/<key> instead of POST
         #[arg(long)]
         get_effect: bool,
+        /// Connect and request timeout
         #[arg(long, default_value_t = 5_000, value_parser = clap::value_parser!(u64).range(1..=120_000))]
         timeout_ms: u64,
     },
     /// List the crash points of a lab (or of every lab)
     Points {
+        /// The lab: its number (14), its name (outbox-inbox) or both; default: every lab
         lab: Option<String>,
+        /// Print one JSON document (a list of labs and their points) instead of the table
         #[arg(long)]
         json: bool,
     },
     /// Run a lab's protocol as fresh processes and record the evidence
     Driver {
+        /// The lab: its number (14), its name (outbox-inbox) or both (14-outbox-inbox)
         lab: String,
         /// Output directory (must not exist); default target/lab/<lab>-<UTC time>
         #[arg(long, value_name = "DIR")]
@@ -253,21 +295,30 @@ pub enum Command {
         /// Move a step's crash: STEP=POINT[@N], or STEP=none (repeatable)
         #[arg(long = "move-crash", value_name = "STEP=POINT")]
         moves: Vec<String>,
+        /// How every crashing step stops at its point
         #[arg(long, value_enum, default_value_t = Mode::Exit)]
         crash_mode: Mode,
         /// A step still running after this is killed and recorded as a failure
         #[arg(long, default_value_t = 10_000)]
         step_timeout_ms: u64,
+        /// Print one JSON document (verdict, evidence directory, scenarios, steps), no table
+        #[arg(long)]
+        json: bool,
     },
     /// Lab 14 under load: sender, publisher and K consumers at once, seeded random SIGKILLs
     Chaos {
+        /// The lab (only 14 runs under load)
         lab: String,
+        /// Contracts the sender writes, each one message through the pipeline
         #[arg(long, default_value_t = 1_000)]
         messages: usize,
+        /// Consumer processes running at once
         #[arg(long, default_value_t = 2)]
         consumers: usize,
+        /// SIGKILLs sent at seeded random moments to the pipeline's processes
         #[arg(long, default_value_t = 20)]
         kills: usize,
+        /// Seed of the kill schedule and of the amounts (same seed, same schedule)
         #[arg(long, default_value_t = 1)]
         seed: u64,
         /// Rows per transaction for the sender, the publisher and the consumers
@@ -291,11 +342,15 @@ pub enum Command {
     },
     /// Lab 14 costs: per-phase process cost, stage throughput, end to end, plain-insert ceiling
     Bench {
+        /// The lab (only 14 has a benchmark)
         lab: String,
+        /// Messages through the pipeline for the throughput figures
         #[arg(long, default_value_t = 10_000)]
         messages: usize,
+        /// Rows per transaction for the sender, the publisher and the consumers
         #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=10_000))]
         batch: u32,
+        /// Consumer processes running at once
         #[arg(long, default_value_t = 4)]
         consumers: usize,
         /// Runs of each phase for the per-phase process cost (the median is reported)
@@ -309,12 +364,18 @@ pub enum Command {
     Explore(crate::engine::explore::Args),
     /// Print size, raw SHA-256 and logical SHA-256 (rows, not pages) of database files
     Digest {
+        /// Database files to digest (each read from a private copy, never written)
         #[arg(required = true)]
         files: Vec<PathBuf>,
+        /// Print one JSON document (a list of files and their digests) instead of lines
+        #[arg(long)]
+        json: bool,
     },
     /// Re-check a run's evidence offline: digests, exits, claims, readbacks, sources
     Audit {
+        /// The evidence directory of a driver, chaos or explore run
         dir: PathBuf,
+        /// Print the report as one JSON document
         #[arg(long)]
         json: bool,
         /// Changed sources are a failure, not a note
@@ -324,56 +385,4 @@ pub enum Command {
         #[arg(long)]
         rerun: bool,
     },
-}
-
-impl Cli {
-    /// Parse a command line recorded in evidence (`crashlab …`) with the binary's own parser.
-    /// The error is `None` when it does not start with `crashlab`, else the first line of the
-    /// parser's message; each caller words it for its own report.
-    pub fn parse_recorded(command: &[String]) -> Result<Cli, Option<String>> {
-        if command.first().map(String::as_str) != Some("crashlab") {
-            return Err(None);
-        }
-        Cli::try_parse_from(command).map_err(|e| {
-            let text = e.render().to_string();
-            let first = text.lines().next().unwrap_or("").trim();
-            Some(first.strip_prefix("error: ").unwrap_or(first).to_string())
-        })
-    }
-}
-
-impl Command {
-    /// A `crashlab chaos …` command as the lab it names and the options it runs with; the one
-    /// conversion both the command and the audit of its evidence use.
-    pub fn into_chaos(self) -> Option<(String, crate::engine::load::chaos::Options)> {
-        let Command::Chaos {
-            lab,
-            messages,
-            consumers,
-            kills,
-            seed,
-            batch,
-            lease_ms,
-            process_timeout_ms,
-            timeout_ms,
-            json,
-            out,
-        } = self
-        else {
-            return None;
-        };
-        let options = crate::engine::load::chaos::Options {
-            messages,
-            consumers,
-            kills,
-            seed,
-            batch,
-            lease_ms,
-            process_timeout_ms,
-            timeout_ms,
-            json,
-            out,
-        };
-        Some((lab, options))
-    }
 }

@@ -1,0 +1,77 @@
+//! `crashlab driver --json`: the run as one JSON document on stdout, the same facts the table
+//! shows (verdict, evidence directory, one entry per scenario and per step), for a script.
+
+use serde_json::{json, Value};
+
+use crate::engine::scenario::Scenario;
+use crate::engine::Lab;
+
+use super::table::{scenario_state, step_state};
+use super::{Options, Run};
+
+/// The document; every step of `run` appears once, in the order it ran.
+pub(super) fn document(lab: &Lab, run: &Run, scenarios: &[Scenario], options: &Options) -> Value {
+    let all_steps = scenarios.iter().flat_map(|s| s.steps.iter());
+    let steps: Vec<Value> = run
+        .processes
+        .processes
+        .iter()
+        .zip(&run.results.steps)
+        .zip(all_steps)
+        .map(|((p, r), step)| {
+            json!({
+                "scenario": p.scenario,
+                "step": p.step,
+                "expected_exit": p.expected_exit,
+                "exit": p.exit,
+                "wall_ms": p.wall_ms,
+                "crash_point": p.crash_point,
+                "state": step_state(run, step, p, r),
+                "ok": r.ok,
+                "problems": r.problems,
+            })
+        })
+        .collect();
+    let scenarios: Vec<Value> = scenarios
+        .iter()
+        .map(|scenario| {
+            let ok = run
+                .results
+                .steps
+                .iter()
+                .filter(|r| r.scenario == scenario.name)
+                .all(|r| r.ok);
+            let (state, readback) = scenario_state(run, scenario);
+            json!({
+                "name": scenario.name,
+                "ok": ok,
+                "final_state": state,
+                "readback": readback,
+            })
+        })
+        .collect();
+    let failed = run.results.steps.iter().filter(|s| !s.ok).count();
+    // Postcondition: the verdict is the results' verdict, and it agrees with the steps.
+    assert_eq!(
+        run.results.ok,
+        failed == 0,
+        "the verdict agrees with the steps"
+    );
+    assert_eq!(steps.len(), run.results.steps.len(), "one entry per step");
+    json!({
+        "lab": lab.full_name(),
+        "id": lab.id,
+        "slug": lab.slug,
+        "title": lab.title,
+        "evidence": options.out.display().to_string(),
+        "verdict": if run.results.ok { "PASS" } else { "FAIL" },
+        "ok": run.results.ok,
+        "processes": run.processes.processes.len(),
+        "failed_steps": failed,
+        "total_wall_ms": run.processes.total_wall_ms,
+        "crash_mode": run.processes.crash_mode,
+        "moved_crashes": options.moves,
+        "scenarios": scenarios,
+        "steps": steps,
+    })
+}
