@@ -81,6 +81,8 @@ pub fn open_traced(
     access: Access,
     trace: bool,
 ) -> Result<Db> {
+    // Read before the file is touched: a bad profile name leaves nothing behind.
+    let profile = crate::power::profile::current()?;
     let shown = path.display();
     let exists = path.exists();
     if !exists && !matches!(access, Access::WriteCreate) {
@@ -156,7 +158,6 @@ pub fn open_traced(
         conn.set_db_config(DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, false)
             .map_err(|e| explain(e, schema.db, &shown))?;
     }
-    let profile = crate::power::profile::current()?;
     pin_pragmas(&conn, read_only, &profile).map_err(|e| explain(e, schema.db, &shown))?;
     if empty {
         create_schema(&conn, schema).map_err(|e| explain(e, schema.db, &shown))?;

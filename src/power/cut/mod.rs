@@ -68,8 +68,10 @@ pub struct Summary {
     pub seed: u64,
     /// For `prefix`: the record index the surviving prefix ends before.
     pub prefix_at: Option<usize>,
-    /// Records considered (after the previous cut) and the bytes of a torn last record.
+    /// Records considered (after the previous cut), the unsynced acts among them, and the
+    /// bytes of a torn last record.
     pub records: usize,
+    pub unsynced: usize,
     pub torn_tail_bytes: u64,
     pub files: Vec<FileCut>,
     /// `-shm` files removed: shared memory does not survive a power cut.
@@ -102,12 +104,17 @@ pub fn apply(work_dir: &Path, log_path: &Path, style: Style, seed: u64) -> Resul
     })?;
     let log = undo::read(log_path)?;
     let from = plan::first_live(&log);
+    let unsynced = plan::analyze(&log).unsynced(&log);
     let survival = match style {
         Style::Drop => Survival::Drop,
         Style::Torn => Survival::Torn { seed },
-        Style::Prefix => Survival::Prefix {
-            at: prefix_at(&log, from, seed),
-        },
+        Style::Prefix => {
+            // How many unsynced acts survive, 0 to all of them, uniform.
+            let kept = SplitMix64::new(seed).range(0, unsynced.len() as u64) as usize;
+            Survival::Prefix {
+                at: unsynced.get(kept).copied().unwrap_or(log.records.len()),
+            }
+        }
     };
     let plans = plan::plan(&log, survival);
     // Every target is checked before the first change: a refused log changes nothing.
@@ -144,16 +151,11 @@ pub fn apply(work_dir: &Path, log_path: &Path, style: Style, seed: u64) -> Resul
             _ => None,
         },
         records: log.records.len() - from,
+        unsynced: unsynced.len(),
         torn_tail_bytes: log.torn_bytes,
         files,
         shm_removed,
     })
-}
-
-/// The seeded end of the surviving prefix: from the first record after the last cut to the
-/// end of the log (everything survives), uniform.
-fn prefix_at(log: &Log, from: usize, seed: u64) -> usize {
-    SplitMix64::new(seed).range(from as u64, log.records.len() as u64) as usize
 }
 
 /// The file a recorded path names, refused unless it is a plain path inside `root` that is

@@ -95,44 +95,93 @@ struct Generation {
     unlinked: Option<usize>,
 }
 
-/// The plan of a cut over the records after the log's last cut marker.
-pub fn plan(log: &Log, survival: Survival) -> Vec<FilePlan> {
-    let from = first_live(log);
-    let mut gens: Vec<Generation> = Vec::new();
-    let mut live: HashMap<u32, usize> = HashMap::new();
-    let mut dir_synced: HashMap<&str, usize> = HashMap::new();
-    // Per path: its creates and unlinks with the generation each belongs to.
-    let mut names: HashMap<u32, Vec<(usize, usize)>> = HashMap::new();
-    for (i, r) in log.records.iter().enumerate().skip(from) {
+/// The log read as generations, names and directory syncs.
+pub struct Analysis<'a> {
+    gens: Vec<Generation>,
+    /// Per path, its live generation at the end of the log.
+    live: HashMap<u32, usize>,
+    /// Per directory, the index of its last sync.
+    dir_synced: HashMap<&'a str, usize>,
+    /// Per path: its creates and unlinks with the generation each belongs to.
+    names: HashMap<u32, Vec<(usize, usize)>>,
+}
+
+/// Read the records after the log's last cut marker.
+pub fn analyze(log: &Log) -> Analysis<'_> {
+    let mut a = Analysis {
+        gens: Vec::new(),
+        live: HashMap::new(),
+        dir_synced: HashMap::new(),
+        names: HashMap::new(),
+    };
+    for (i, r) in log.records.iter().enumerate().skip(first_live(log)) {
         match r.op {
             Op::Create => {
-                gens.push(Generation {
+                a.gens.push(Generation {
                     path: r.path,
                     ..Generation::default()
                 });
-                live.insert(r.path, gens.len() - 1);
-                names.entry(r.path).or_default().push((i, gens.len() - 1));
+                a.live.insert(r.path, a.gens.len() - 1);
+                a.names
+                    .entry(r.path)
+                    .or_default()
+                    .push((i, a.gens.len() - 1));
             }
             Op::Write { .. } | Op::Truncate { .. } => {
-                let g = current(&mut gens, &mut live, r.path);
-                gens[g].acts.push(i);
+                let g = current(&mut a.gens, &mut a.live, r.path);
+                a.gens[g].acts.push(i);
             }
             Op::Sync => {
-                let g = current(&mut gens, &mut live, r.path);
-                gens[g].last_sync = Some(i);
+                let g = current(&mut a.gens, &mut a.live, r.path);
+                a.gens[g].last_sync = Some(i);
             }
             Op::Unlink { .. } => {
-                let g = current(&mut gens, &mut live, r.path);
-                gens[g].unlinked = Some(i);
-                live.remove(&r.path);
-                names.entry(r.path).or_default().push((i, g));
+                let g = current(&mut a.gens, &mut a.live, r.path);
+                a.gens[g].unlinked = Some(i);
+                a.live.remove(&r.path);
+                a.names.entry(r.path).or_default().push((i, g));
             }
             Op::DirSync => {
-                dir_synced.insert(log.path(r), i);
+                a.dir_synced.insert(log.path(r), i);
             }
             Op::Cut => unreachable!("records after the last cut marker hold none"),
         }
     }
+    a
+}
+
+impl Analysis<'_> {
+    /// The indices of every unsynced act (write, truncate, create, unlink), in issue order.
+    pub fn unsynced(&self, log: &Log) -> Vec<usize> {
+        let mut out: Vec<usize> = Vec::new();
+        for g in &self.gens {
+            out.extend(
+                g.acts
+                    .iter()
+                    .filter(|&&i| g.last_sync.is_none_or(|s| i > s)),
+            );
+        }
+        for (&path, ops) in &self.names {
+            let synced_at = self.dir_synced.get(parent(&log.paths[path as usize]));
+            out.extend(
+                ops.iter()
+                    .map(|&(i, _)| i)
+                    .filter(|&i| synced_at.is_none_or(|&s| i > s)),
+            );
+        }
+        out.sort_unstable();
+        out
+    }
+}
+
+/// The plan of a cut over the records after the log's last cut marker.
+pub fn plan(log: &Log, survival: Survival) -> Vec<FilePlan> {
+    let Analysis {
+        gens,
+        live,
+        dir_synced,
+        names,
+    } = analyze(log);
     let mut paths: Vec<u32> = gens.iter().map(|g| g.path).collect();
     paths.sort_unstable();
     paths.dedup();

@@ -1,0 +1,269 @@
+//! Power loss, the model against reality: a real sender process commits one contract per
+//! transaction through the shim VFS and is SIGKILLed right after its K-th acknowledged
+//! commit; the power-loss nemesis cuts the work directory (every style, several seeds);
+//! then SQLite opens the files as a rebooted machine would find them and the contracts are
+//! counted. What SQLite documents must show: WAL + FULL keeps every acknowledged commit under
+//! every cut; WAL + NORMAL loses some; DELETE + FULL can lose the last, DELETE + EXTRA cannot.
+
+mod common;
+
+use std::fs;
+use std::path::Path;
+use std::process::Command;
+
+use common::{code, stderr, stdout, BIN};
+use crashlab::engine::nemesis::{power_loss, Aftermath, POWER_CUTS_NAME};
+use crashlab::power::cut::{Style, STYLES};
+use crashlab::power::{LOG_ENV, LOG_NAME};
+
+/// Contracts generated, and the commit the sender is killed right after.
+const CONTRACTS: &str = "12";
+const KILLED_AFTER: usize = 8;
+/// Seeds per cut style (drop ignores its seed: one is enough).
+const SEEDS: u64 = 6;
+
+/// Run the sender in `work` under the shim with `profile`, killed after commit K.
+fn crashed_sender(work: &Path, profile: &str) -> usize {
+    let at = format!("sender.after-commit@{KILLED_AFTER}");
+    let output = Command::new(BIN)
+        .args([
+            "sender",
+            "--db",
+            "sender.db",
+            "--generate",
+            CONTRACTS,
+            "--batch",
+            "1",
+        ])
+        .args(["--crash-at", &at, "--crash-mode", "kill", "--no-trace"])
+        .env(LOG_ENV, work.join(LOG_NAME))
+        .env("CRASHLAB_STORE_PROFILE", profile)
+        .current_dir(work)
+        .output()
+        .expect("the crashlab binary runs");
+    let signal = std::os::unix::process::ExitStatusExt::signal(&output.status);
+    assert_eq!(signal, Some(9), "{profile}: {}", stderr(&output));
+    let acknowledged = stdout(&output)
+        .lines()
+        .filter(|l| l.starts_with("COMMITTED sender"))
+        .count();
+    assert_eq!(
+        acknowledged, KILLED_AFTER,
+        "{profile}: one commit per contract"
+    );
+    acknowledged
+}
+
+/// Contracts a fresh process finds after the cut (hot journals rolled back, WAL replayed):
+/// None when the file itself is gone; 0 when it holds no contracts table any more.
+fn contracts_after(work: &Path) -> Option<usize> {
+    let path = work.join("sender.db");
+    if !path.exists() {
+        return None;
+    }
+    let conn = rusqlite::Connection::open(&path).expect("a file the cut left opens");
+    let tables: i64 = conn
+        .query_row(
+            "SELECT count(*) FROM sqlite_schema WHERE name = 'contracts'",
+            [],
+            |r| r.get(0),
+        )
+        .expect("the schema reads");
+    if tables == 0 {
+        return Some(0);
+    }
+    let n: i64 = conn
+        .query_row("SELECT count(*) FROM contracts", [], |r| r.get(0))
+        .expect("the contracts read");
+    Some(n as usize)
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    fs::create_dir_all(to).unwrap();
+    for entry in fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        fs::copy(entry.path(), to.join(entry.file_name())).unwrap();
+    }
+}
+
+/// Per cut style, the contracts found after each seed's cut (None: the file is gone).
+type ByStyle = Vec<(Style, Vec<Option<usize>>)>;
+
+/// Per cut style, the contracts that survived each seed's cut of one crashed run.
+fn survivors(profile: &str) -> (usize, ByStyle) {
+    let root = tempfile::tempdir().unwrap();
+    let crashed = root.path().join("crashed");
+    fs::create_dir(&crashed).unwrap();
+    let acknowledged = crashed_sender(&crashed, profile);
+    // A sentinel beside the work directories: no cut may touch it.
+    let sentinel = root.path().join("outside.db");
+    fs::write(&sentinel, b"not the run's").unwrap();
+    let mut by_style = Vec::new();
+    for &style in STYLES {
+        let mut counts = Vec::new();
+        let seeds = if style == Style::Drop { 1 } else { SEEDS };
+        for seed in 0..seeds {
+            let work = root.path().join(format!("{}-{seed}", style.name()));
+            copy_dir(&crashed, &work);
+            let before: Vec<_> = common::files(&work);
+            let aftermath = Aftermath {
+                work_dir: &work,
+                point: "sender.after-commit",
+            };
+            power_loss(style, seed).after_crash(&aftermath).unwrap();
+            let line = fs::read_to_string(work.join(POWER_CUTS_NAME)).unwrap();
+            let summary: serde_json::Value = serde_json::from_str(line.trim()).unwrap();
+            // The cut only removed or rewrote the run's files, brought back unlinked ones it
+            // names, and recorded itself.
+            let restored: Vec<&str> = summary["files"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|f| f["action"] == "restored")
+                .map(|f| f["path"].as_str().unwrap())
+                .collect();
+            for file in common::files(&work) {
+                let name = file.to_string_lossy();
+                let allowed = before.contains(&file)
+                    || name == POWER_CUTS_NAME
+                    || restored.contains(&name.as_ref());
+                assert!(allowed, "{name}");
+            }
+            assert!(
+                !work.join("sender.db-shm").exists(),
+                "shared memory is lost"
+            );
+            assert_eq!(summary["cut"], style.name());
+            assert_eq!(summary["seed"], seed);
+            counts.push(contracts_after(&work));
+        }
+        by_style.push((style, counts));
+    }
+    assert_eq!(fs::read(&sentinel).unwrap(), b"not the run's");
+    // Without a cut (a process crash) every profile keeps every acknowledged commit: only
+    // the power cut tells them apart.
+    assert_eq!(contracts_after(&crashed), Some(acknowledged), "{profile}");
+    (acknowledged, by_style)
+}
+
+fn show(profile: &str, acknowledged: usize, by_style: &ByStyle) {
+    for (style, counts) in by_style {
+        let shown: Vec<String> = counts
+            .iter()
+            .map(|c| c.map_or("gone".to_string(), |n| n.to_string()))
+            .collect();
+        println!(
+            "{profile:<22} cut {:<6} acknowledged {acknowledged}, contracts after each seed's cut: {}",
+            style.name(),
+            shown.join(" ")
+        );
+    }
+}
+
+#[test]
+fn wal_full_keeps_every_acknowledged_commit_under_every_cut() {
+    let (acknowledged, by_style) = survivors("default");
+    show("wal+full", acknowledged, &by_style);
+    for (style, counts) in &by_style {
+        for c in counts {
+            assert!(
+                c.is_some_and(|n| n >= acknowledged),
+                "{}: {c:?}",
+                style.name()
+            );
+        }
+    }
+}
+
+#[test]
+fn wal_normal_loses_acknowledged_commits_under_a_cut() {
+    let (acknowledged, by_style) = survivors("sync-normal");
+    show("wal+normal", acknowledged, &by_style);
+    let drop = &by_style[0].1[0];
+    assert!(drop.is_none_or(|n| n < acknowledged), "drop: {drop:?}");
+    let lost = by_style
+        .iter()
+        .flat_map(|(_, c)| c)
+        .filter(|c| c.is_none_or(|n| n < acknowledged))
+        .count();
+    assert!(
+        lost > 1,
+        "a cut loses acknowledged commits in more than one style"
+    );
+}
+
+#[test]
+fn delete_full_can_lose_the_last_commit_and_extra_cannot() {
+    let (acknowledged, by_style) = survivors("journal-delete");
+    show("journal-delete+full", acknowledged, &by_style);
+    for (style, counts) in &by_style {
+        for c in counts {
+            // The unlink of the last journal is all a cut can take: never an older commit.
+            let n = c.unwrap_or_else(|| panic!("{}: the file survives", style.name()));
+            assert!(n + 1 >= acknowledged, "{}: {n}", style.name());
+        }
+    }
+    assert_eq!(
+        by_style[0].1[0],
+        Some(acknowledged - 1),
+        "drop rolls back the last commit"
+    );
+    let (acknowledged, by_style) = survivors("journal-delete-extra");
+    show("journal-delete+extra", acknowledged, &by_style);
+    for (style, counts) in &by_style {
+        for c in counts {
+            assert!(
+                c.is_some_and(|n| n >= acknowledged),
+                "{}: {c:?}",
+                style.name()
+            );
+        }
+    }
+}
+
+#[test]
+fn with_nothing_synced_after_the_wal_switch_a_drop_cut_takes_even_the_schema() {
+    // The switch to WAL runs before `synchronous=OFF` is set, so the file and its header are
+    // durable; the tables, created in the WAL, never were.
+    let (acknowledged, by_style) = survivors("sync-off");
+    show("sync-off", acknowledged, &by_style);
+    assert_eq!(
+        by_style[0].1[0].unwrap_or(0),
+        0,
+        "no contract table survives"
+    );
+    for (style, counts) in &by_style {
+        assert!(
+            counts.iter().all(|c| c.is_none_or(|n| n <= acknowledged)),
+            "{}",
+            style.name()
+        );
+    }
+}
+
+#[test]
+fn a_bad_undo_log_path_or_store_profile_is_one_line_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |env: (&str, &str)| {
+        Command::new(BIN)
+            .args(["sender", "--db", "s.db", "--generate", "1"])
+            .env(env.0, env.1)
+            .current_dir(dir.path())
+            .output()
+            .unwrap()
+    };
+    let output = run((LOG_ENV, "no/such/dir/power-undo.log"));
+    assert_eq!(code(&output), 2);
+    let err = stderr(&output);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.starts_with("crashlab: CRASHLAB_POWER_LOG: undo log no/such/dir"),
+        "{err}"
+    );
+    let output = run(("CRASHLAB_STORE_PROFILE", "fastest"));
+    assert_eq!(code(&output), 2);
+    let err = stderr(&output);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("unknown store profile 'fastest'"), "{err}");
+    assert!(!dir.path().join("s.db").exists(), "nothing left behind");
+}
