@@ -30,6 +30,9 @@ pub const RECORDS_MAX: usize = 10_000_000;
 pub const PATH_BYTES_MAX: usize = 4_096;
 /// The largest offset or size a record may name (1 TiB): a larger one is corruption.
 pub const FILE_BYTES_MAX: u64 = 1 << 40;
+/// The directory, in the work directory, of the hard links that keep unlinked files for the
+/// cut (a link costs one system call where a copy into the log costs the whole file).
+pub const STASH_DIR: &str = "power-undo.stash";
 /// Bytes around a body: magic, length, kind before it; checksum after it.
 const FRAME_BYTES: u64 = 4 + 4 + 1 + 4;
 
@@ -50,7 +53,8 @@ pub enum Op {
     Sync,
     /// The file is about to be created (it did not exist).
     Create,
-    /// The file is about to be unlinked; the payload is its whole content.
+    /// The file is about to be unlinked. When it existed, the payload names (relative to the
+    /// work directory, under `STASH_DIR`) a hard link to it made first: its content then.
     Unlink { existed: bool },
     /// The directory (the path) was synced: every earlier create and unlink in it is durable.
     DirSync,
@@ -85,6 +89,8 @@ pub struct Record {
     /// Index into `Log::paths`.
     pub path: u32,
     pub payload: Span,
+    /// For an unlink of a file that existed: its stash path, an index into `Log::paths`.
+    pub stash: Option<u32>,
 }
 
 /// A parsed log: the records in order, their paths interned.
@@ -278,6 +284,18 @@ pub fn parse(mut input: impl Read, total: u64) -> Result<Log, (u64, String)> {
             len: payload_len,
         };
         let mut left = payload_len;
+        let mut stash = None;
+        if op == (Op::Unlink { existed: true }) {
+            let mut name = vec![0u8; payload_len as usize];
+            read_summed(&mut input, &mut name, &mut sum).map_err(|e| io(at, e))?;
+            left = 0;
+            let name =
+                String::from_utf8(name).map_err(|_| (at, "stash path is not UTF-8".into()))?;
+            if !stash_ok(&name) {
+                return Err((at, format!("stash path '{name}' is not under {STASH_DIR}/")));
+            }
+            stash = Some(intern(&mut log.paths, name));
+        }
         let mut chunk = vec![0u8; 64 << 10];
         while left > 0 {
             let n = left.min(chunk.len() as u64) as usize;
@@ -289,22 +307,35 @@ pub fn parse(mut input: impl Read, total: u64) -> Result<Log, (u64, String)> {
         if u32::from_le_bytes(stored) != sum {
             return Err((at, "checksum mismatch".into()));
         }
-        let index = match log.paths.iter().position(|p| *p == path) {
-            Some(i) => i,
-            None => {
-                log.paths.push(path);
-                log.paths.len() - 1
-            }
-        };
+        let index = intern(&mut log.paths, path);
         log.records.push(Record {
             op,
-            path: index as u32,
+            path: index,
             payload,
+            stash,
         });
         at += FRAME_BYTES + body_len;
     }
     log.whole_bytes = at;
     Ok(log)
+}
+
+fn intern(paths: &mut Vec<String>, path: String) -> u32 {
+    let index = match paths.iter().position(|p| *p == path) {
+        Some(i) => i,
+        None => {
+            paths.push(path);
+            paths.len() - 1
+        }
+    };
+    index as u32
+}
+
+/// Whether a stash path is a plain file name under `STASH_DIR`.
+pub fn stash_ok(name: &str) -> bool {
+    name.strip_prefix(STASH_DIR)
+        .and_then(|rest| rest.strip_prefix('/'))
+        .is_some_and(|file| !file.contains('/') && path_ok(name))
 }
 
 fn read_summed(input: &mut impl Read, buf: &mut [u8], sum: &mut u32) -> std::io::Result<()> {
@@ -335,7 +366,7 @@ fn check_payload(op: Op, payload_len: u64) -> Result<(), String> {
             }
             old_size.saturating_sub(new_size)
         }
-        Op::Unlink { existed: true } => payload_len,
+        Op::Unlink { existed: true } => payload_len.clamp(1, PATH_BYTES_MAX as u64),
         Op::Unlink { existed: false } => 0,
         Op::Sync | Op::Create | Op::DirSync | Op::Cut => 0,
     };

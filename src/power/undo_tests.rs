@@ -33,7 +33,11 @@ fn sample() -> Vec<u8> {
         ),
         (Op::Sync, "db", b""),
         (Op::DirSync, "", b""),
-        (Op::Unlink { existed: true }, "sub/j", b"content"),
+        (
+            Op::Unlink { existed: true },
+            "sub/j",
+            b"power-undo.stash/1-2",
+        ),
         (Op::Cut, "", b""),
     ])
 }
@@ -54,16 +58,15 @@ fn records_read_back_as_written_with_payloads_located_in_the_file() {
     );
     assert_eq!(ops[5], Op::Unlink { existed: true });
     assert_eq!(log.path(&log.records[5]), "sub/j");
-    assert_eq!(log.paths, ["db", "", "sub/j"]);
+    assert_eq!(log.paths, ["db", "", "power-undo.stash/1-2", "sub/j"]);
     let span = log.records[1].payload;
     assert_eq!(
         &bytes[span.at as usize..(span.at + span.len) as usize],
         b"ab"
     );
-    let span = log.records[5].payload;
     assert_eq!(
-        &bytes[span.at as usize..(span.at + span.len) as usize],
-        b"content"
+        log.paths[log.records[5].stash.unwrap() as usize],
+        "power-undo.stash/1-2"
     );
     assert_eq!((log.whole_bytes, log.torn_bytes), (bytes.len() as u64, 0));
 }
@@ -119,6 +122,15 @@ fn paths_outside_the_work_directory_and_inconsistent_sizes_are_refused() {
     assert!(parsed(&log_of(&[(huge, "db", b"")])).is_err());
     let gone = Op::Unlink { existed: false };
     assert!(parsed(&log_of(&[(gone, "db", b"x")])).is_err());
+    let unlinked = Op::Unlink { existed: true };
+    for stash in [
+        &b""[..],
+        b"elsewhere/1",
+        b"power-undo.stash/../x",
+        b"power-undo.stash/a/b",
+    ] {
+        assert!(parsed(&log_of(&[(unlinked, "db", stash)])).is_err());
+    }
     let mut unknown = encode(Op::Sync, "db", b"");
     unknown[8] = 99;
     let (_, what) = parsed(&unknown).unwrap_err();

@@ -9,8 +9,8 @@
 //!
 //! Recorded (see `undo`): xWrite and xTruncate of a main database, rollback journal or WAL
 //! (old bytes and old size, before the call); a successful xSync of one (after); xOpen that
-//! creates one of them (before); xDelete (the whole file, before; a directory sync after,
-//! when SQLite asked for one); and the directory sync the unix VFS does on the first xSync
+//! creates one of them (before); xDelete (a hard link to the file in the stash, before; a
+//! directory sync after, when SQLite asked for one); and the directory sync the unix VFS does on the first xSync
 //! of a journal or WAL opened with SQLITE_OPEN_CREATE (its `UNIXFILE_DIRSYNC`, modelled here
 //! the way os_unix.c decides it).
 
@@ -18,6 +18,7 @@ use std::ffi::{c_char, c_int, CStr, CString};
 use std::fs::{File, OpenOptions};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 
 use rusqlite::ffi;
@@ -190,16 +191,20 @@ unsafe extern "C" fn x_delete(
     let name = unsafe { CStr::from_ptr(z_name) };
     let path = relative(name);
     let on_disk = Path::new(std::ffi::OsStr::from_bytes(name.to_bytes()));
-    // The content goes into the log so an unlink the directory never made durable can be
-    // undone by the cut (renaming instead of deleting would change what other processes see).
-    let (existed, content) = match std::fs::read(on_disk) {
-        Ok(bytes) => (true, bytes),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => (false, Vec::new()),
+    // A hard link keeps the file for the cut, so an unlink the directory never made durable
+    // can be undone (renaming instead would change what other processes see; copying into
+    // the log would cost the whole file, a full WAL on every last close).
+    let stash = match std::fs::symlink_metadata(on_disk) {
+        Ok(_) => match stash(on_disk) {
+            Ok(name) => Some(name),
+            Err(_) => return ffi::SQLITE_IOERR_DELETE,
+        },
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
         Err(_) => return ffi::SQLITE_IOERR_DELETE,
     };
-    if content.len() as u64 + path.len() as u64 + 3 > undo::RECORD_BYTES_MAX
-        || !log(Op::Unlink { existed }, &path, &content)
-    {
+    let existed = stash.is_some();
+    let named = stash.as_deref().unwrap_or("");
+    if !log(Op::Unlink { existed }, &path, named.as_bytes()) {
         return ffi::SQLITE_IOERR_DELETE;
     }
     // SAFETY: delegating with SQLite's own arguments.
@@ -208,6 +213,27 @@ unsafe extern "C" fn x_delete(
         return ffi::SQLITE_IOERR_DIR_FSYNC;
     }
     rc
+}
+
+/// Hard-link `file` into the stash; a copy when a link cannot be made (another file system).
+fn stash(file: &Path) -> std::io::Result<String> {
+    static COUNT: AtomicU64 = AtomicU64::new(0);
+    let root = Path::new(&state().root);
+    std::fs::create_dir_all(root.join(undo::STASH_DIR))?;
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    let name = format!(
+        "{}/{}-{nanos}-{}",
+        undo::STASH_DIR,
+        std::process::id(),
+        COUNT.fetch_add(1, Ordering::Relaxed)
+    );
+    let target = root.join(&name);
+    if std::fs::hard_link(file, &target).is_err() {
+        std::fs::copy(file, &target)?;
+    }
+    Ok(name)
 }
 
 // The rest is the unix VFS's, called with the unix VFS as its first argument.

@@ -122,14 +122,24 @@ pub fn apply(work_dir: &Path, log_path: &Path, style: Style, seed: u64) -> Resul
     for p in &plans {
         targets.push(target(&root, &p.path, log_path)?);
     }
+    let stash_dir = root.join(undo::STASH_DIR);
+    if stash_dir.symlink_metadata().is_ok_and(|m| !m.is_dir()) {
+        return Err(fail::usage(format!(
+            "{} in the work directory is not a directory; nothing was cut",
+            undo::STASH_DIR
+        )));
+    }
     let source =
         File::open(log_path).with_context(|| format!("opening undo log {}", log_path.display()))?;
     let mut files = Vec::with_capacity(plans.len());
     for (p, path) in plans.iter().zip(&targets) {
-        files.push(cut_file(p, path, &source)?);
+        files.push(cut_file(p, path, &source, &root, &log.paths)?);
     }
     let mut shm_removed = Vec::new();
-    for name in &log.paths {
+    let mut named: Vec<u32> = log.records.iter().map(|r| r.path).collect();
+    named.sort_unstable();
+    named.dedup();
+    for name in named.iter().map(|&i| &log.paths[i as usize]) {
         let stem = name.strip_suffix("-wal").unwrap_or(name);
         let shm = format!("{stem}-shm");
         if shm == *name || shm_removed.contains(&shm) {
@@ -141,6 +151,12 @@ pub fn apply(work_dir: &Path, log_path: &Path, style: Style, seed: u64) -> Resul
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
             Err(e) => return Err(e).with_context(|| format!("removing {}", path.display())),
         }
+    }
+    // Every stashed file before the marker is now either back or gone for good.
+    match std::fs::remove_dir_all(root.join(undo::STASH_DIR)) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(e).context("removing the stash of unlinked files"),
     }
     mark(log_path, &log)?;
     Ok(Summary {
@@ -170,8 +186,8 @@ fn target(root: &Path, path: &str, log_path: &Path) -> Result<PathBuf> {
     if path.is_empty() || !undo::path_ok(path) {
         return Err(refuse("which is outside the work directory"));
     }
-    if path == LOG_NAME {
-        return Err(refuse("which is the undo log itself"));
+    if path == LOG_NAME || path.starts_with(undo::STASH_DIR) {
+        return Err(refuse("which is the undo log or its stash"));
     }
     let full = root.join(path);
     let dir = full.parent().expect("a joined path has a parent");
@@ -189,7 +205,13 @@ fn target(root: &Path, path: &str, log_path: &Path) -> Result<PathBuf> {
     Ok(full)
 }
 
-fn cut_file(p: &FilePlan, path: &Path, log: &File) -> Result<FileCut> {
+fn cut_file(
+    p: &FilePlan,
+    path: &Path,
+    log: &File,
+    root: &Path,
+    stashes: &[String],
+) -> Result<FileCut> {
     let shown = path.display();
     let size_before = std::fs::metadata(path).ok().map(|m| m.len());
     let mut done = FileCut {
@@ -222,17 +244,16 @@ fn cut_file(p: &FilePlan, path: &Path, log: &File) -> Result<FileCut> {
             return Ok(done);
         }
         Start::Current => OpenOptions::new().read(true).write(true).open(path),
-        Start::Unlinked(_) => OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(path),
+        Start::Unlinked(stash) => {
+            // The stash holds the unlinked file itself (a hard link): move it back.
+            let from = root.join(&stashes[*stash as usize]);
+            std::fs::rename(&from, path)
+                .with_context(|| format!("restoring {shown} from {}", from.display()))?;
+            done.action = "restored";
+            OpenOptions::new().read(true).write(true).open(path)
+        }
     }
     .with_context(|| format!("opening {shown} for the cut"))?;
-    if let Start::Unlinked(content) = start {
-        copy(log, *content, &file, 0).with_context(|| format!("restoring {shown}"))?;
-        done.action = "restored";
-    }
     let mut ranges = Ranges::default();
     for r in restores {
         let len = match r.source {

@@ -62,8 +62,9 @@ pub struct Restore {
 pub enum Start {
     /// The file as it is on disk now.
     Current,
-    /// An unlinked file brought back: its content when it was unlinked.
-    Unlinked(Span),
+    /// An unlinked file brought back from the stash (a path index of the log): its content
+    /// when it was unlinked.
+    Unlinked(u32),
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -231,7 +232,10 @@ pub fn plan(log: &Log, survival: Survival) -> Vec<FilePlan> {
                 let at = gens[g]
                     .unlinked
                     .expect("an undone unlink belongs to its generation");
-                (g, Start::Unlinked(log.records[at].payload))
+                let stash = log.records[at]
+                    .stash
+                    .expect("an unlink of a file has its stash");
+                (g, Start::Unlinked(stash))
             }
         };
         let (restores, size, dropped_acts) = content(log, &gens[generation], survival);

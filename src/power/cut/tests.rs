@@ -93,8 +93,10 @@ impl Sim {
 
     fn unlink(&self, path: &str) {
         let full = self.root().join(path);
-        let content = fs::read(&full).expect("read");
-        self.record(Op::Unlink { existed: true }, path, &content);
+        fs::create_dir_all(self.root().join(undo::STASH_DIR)).unwrap();
+        let stash = format!("{}/{path}", undo::STASH_DIR);
+        fs::hard_link(&full, self.root().join(&stash)).expect("stash");
+        self.record(Op::Unlink { existed: true }, path, stash.as_bytes());
         fs::remove_file(full).expect("unlink");
     }
 
@@ -248,6 +250,10 @@ fn an_unlink_without_a_directory_sync_comes_back_with_its_synced_content() {
     let j = &summary.files[0];
     assert_eq!((j.path.as_str(), j.action), ("j", "restored"));
     assert_eq!(j.undone, ["unlink"]);
+    assert!(
+        !sim.root().join(undo::STASH_DIR).exists(),
+        "the stash goes with the cut"
+    );
 }
 
 #[test]
