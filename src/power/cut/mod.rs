@@ -136,7 +136,11 @@ pub fn apply(work_dir: &Path, log_path: &Path, style: Style, seed: u64) -> Resul
         files.push(cut_file(p, path, &source, &root, &log.paths)?);
     }
     let mut shm_removed = Vec::new();
-    let mut named: Vec<u32> = log.records.iter().map(|r| r.path).collect();
+    let mut named: Vec<u32> = log.records[from..]
+        .iter()
+        .filter(|r| r.op != Op::DirSync)
+        .map(|r| r.path)
+        .collect();
     named.sort_unstable();
     named.dedup();
     for name in named.iter().map(|&i| &log.paths[i as usize]) {
