@@ -15,9 +15,11 @@ pub(super) struct Shim {
     /// Must come first: SQLite reads `pMethods` through a `sqlite3_file *`.
     pub base: ffi::sqlite3_file,
     pub real: *mut ffi::sqlite3_file,
-    /// The recorded path, for a main database, rollback journal or WAL; None otherwise
-    /// (temp files, sub-journals: a power cut takes them anyway and nothing reads them).
+    /// The recorded path of a named file (None for temp files).
     pub path: Option<Box<str>>,
+    /// Whether writes are recorded: a main database, rollback journal or WAL (not a temp
+    /// file or a super-journal: a power cut may take them, nothing reads them after one).
+    pub tracked: bool,
     /// The unix VFS syncs the directory on the first xSync of a journal or WAL opened with
     /// SQLITE_OPEN_CREATE; this mirrors its `UNIXFILE_DIRSYNC` flag.
     pub dir_sync_pending: bool,
@@ -120,7 +122,7 @@ unsafe extern "C" fn x_write(
 ) -> c_int {
     // SAFETY: an open file of ours.
     let (shim, real, m) = unsafe { parts(file) };
-    if let Some(path) = &shim.path {
+    if let (Some(path), true) = (&shim.path, shim.tracked) {
         let (offset, len) = (offset as u64, amt as u64);
         // SAFETY: reads of the open unix file.
         let old = unsafe {
@@ -149,7 +151,7 @@ unsafe extern "C" fn x_write(
 unsafe extern "C" fn x_truncate(file: *mut ffi::sqlite3_file, size: ffi::sqlite3_int64) -> c_int {
     // SAFETY: an open file of ours.
     let (shim, real, m) = unsafe { parts(file) };
-    if let Some(path) = &shim.path {
+    if let (Some(path), true) = (&shim.path, shim.tracked) {
         let new_size = u64::try_from(size).unwrap_or(0);
         // SAFETY: reads of the open unix file.
         let old_size = match unsafe { size_of(real, m) } {
@@ -185,7 +187,9 @@ unsafe extern "C" fn x_sync(file: *mut ffi::sqlite3_file, flags: c_int) -> c_int
     }
     let dir_synced = std::mem::take(&mut shim.dir_sync_pending);
     if let Some(path) = &shim.path {
-        if !log(Op::Sync, path, &[]) || (dir_synced && !log(Op::DirSync, parent(path), &[])) {
+        if (shim.tracked && !log(Op::Sync, path, &[]))
+            || (dir_synced && !log(Op::DirSync, parent(path), &[]))
+        {
             return ffi::SQLITE_IOERR_FSYNC;
         }
     }

@@ -7,6 +7,18 @@
 //! directory syncs that made them durable. After the crash, the cut (`cut`) takes back what
 //! a machine that lost power would have lost, in one of three styles, seeded. The store
 //! profiles (`profile`) are the designs that only a power cut tells apart.
+//!
+//! What the model assumes, so a reader can weigh its verdicts:
+//! - Durability is per file and per directory, as POSIX promises and no more: a sync makes
+//!   that file's earlier writes durable; a directory sync makes earlier creates and unlinks
+//!   in it durable. Real file systems often keep more (ext4 orders data before metadata);
+//!   the model is the floor a design may rely on.
+//! - A sync covers every write recorded before the sync's record. Two processes writing and
+//!   syncing one file at once (a WAL checkpoint beside a writer) could record a write before
+//!   another's sync that reached the disk after it: the model then keeps a write a real cut
+//!   might lose. It never loses a write a real cut would keep.
+//! - Writes the harness makes without the shim (creating files, reading them) count as
+//!   durable.
 
 pub mod cut;
 mod file;

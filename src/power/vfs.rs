@@ -144,10 +144,10 @@ unsafe extern "C" fn x_open(
     let journals =
         ffi::SQLITE_OPEN_MAIN_JOURNAL | ffi::SQLITE_OPEN_WAL | ffi::SQLITE_OPEN_SUPER_JOURNAL;
     let create = flags & ffi::SQLITE_OPEN_CREATE != 0;
+    let tracked = flags & durable != 0;
     // SAFETY: a non-null name is a NUL-terminated string SQLite owns for the file's life.
-    let path = (flags & durable != 0 && !z_name.is_null())
-        .then(|| relative(unsafe { CStr::from_ptr(z_name) }));
-    if let Some(p) = &path {
+    let path = (!z_name.is_null()).then(|| relative(unsafe { CStr::from_ptr(z_name) }));
+    if let (Some(p), true) = (&path, tracked) {
         // SAFETY: as above; access(2) only reads the string.
         let exists = unsafe { libc::access(z_name, libc::F_OK) } == 0;
         if create && !exists && !log(Op::Create, p, &[]) {
@@ -167,6 +167,7 @@ unsafe extern "C" fn x_open(
                 },
                 real,
                 path,
+                tracked,
                 dir_sync_pending: create && flags & journals != 0,
             },
         );
