@@ -58,6 +58,30 @@ pub const PROFILES: &[Profile] = &[
     },
 ];
 
+impl Profile {
+    /// The pragmas every connection pins under this profile, in `store::PRAGMAS`'s order and
+    /// words, for the evidence: the default's are exactly `store::PRAGMAS`.
+    pub fn pragmas(&self) -> Vec<(&'static str, String)> {
+        crate::store::PRAGMAS
+            .iter()
+            .map(|&(name, value)| match name {
+                "journal_mode" => (name, self.journal_mode.to_string()),
+                "synchronous" => (name, self.synchronous.to_string()),
+                _ => (name, value.to_string()),
+            })
+            .collect()
+    }
+
+    /// The environment a role process needs to pin this profile; none for the default, so
+    /// a run without a variant spawns its roles exactly as before.
+    pub fn env(&self) -> Vec<(String, String)> {
+        if *self == DEFAULT {
+            return Vec::new();
+        }
+        vec![(ENV.to_string(), self.name.to_string())]
+    }
+}
+
 /// A profile by name; an unknown name is one line, exit 2.
 pub fn find(name: &str) -> Result<Profile> {
     PROFILES
@@ -96,6 +120,24 @@ mod tests {
         for (i, p) in PROFILES.iter().enumerate() {
             assert!(PROFILES[i + 1..].iter().all(|q| q.name != p.name));
         }
+        let pinned: Vec<(&str, String)> = crate::store::PRAGMAS
+            .iter()
+            .map(|&(n, v)| (n, v.to_string()))
+            .collect();
+        assert_eq!(DEFAULT.pragmas(), pinned);
+        assert!(DEFAULT.env().is_empty());
+        let extra = find("journal-delete-extra").unwrap();
+        assert_eq!(
+            extra.pragmas()[..2],
+            [
+                ("journal_mode", "delete".into()),
+                ("synchronous", "extra".into())
+            ]
+        );
+        assert_eq!(
+            extra.env(),
+            [(ENV.to_string(), "journal-delete-extra".to_string())]
+        );
         let e = find("fast").unwrap_err();
         assert_eq!(fail::exit_code(&e), fail::EXIT_USAGE);
         assert!(e.to_string().contains("known: default, sync-normal"));
