@@ -117,6 +117,9 @@ fn survivors(profile: &str) -> (usize, ByStyle) {
             power_loss(style, seed).after_crash(&aftermath).unwrap();
             let line = fs::read_to_string(work.join(POWER_CUTS_NAME)).unwrap();
             let summary: serde_json::Value = serde_json::from_str(line.trim()).unwrap();
+            if style == Style::Drop {
+                println!("{profile} drop cut: {}", line.trim());
+            }
             // The cut only removed or rewrote the run's files, brought back unlinked ones it
             // names, and recorded itself.
             let restored: Vec<&str> = summary["files"]

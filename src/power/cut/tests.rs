@@ -344,3 +344,15 @@ fn a_missing_or_corrupt_log_is_one_line_exit_2() {
         fail::EXIT_USAGE
     );
 }
+
+#[test]
+fn a_stash_that_is_not_a_plain_directory_is_refused() {
+    let outside = tempfile::tempdir().unwrap();
+    let sim = Sim::new();
+    sim.write("db", 0, b"new");
+    std::os::unix::fs::symlink(outside.path(), sim.root().join(undo::STASH_DIR)).unwrap();
+    let e = sim.cut(Style::Drop, 0).unwrap_err();
+    assert_eq!(fail::exit_code(&e), fail::EXIT_USAGE);
+    assert!(fail::one_line(&e).contains("is not a directory"));
+    assert_eq!(sim.read("db").unwrap(), b"new", "nothing was cut");
+}
