@@ -19,7 +19,7 @@ use std::fs::{File, OpenOptions};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 
 use rusqlite::ffi;
 
@@ -34,6 +34,8 @@ pub(super) struct State {
     log: File,
     /// The work directory, canonical, with a trailing slash: recorded paths are relative to it.
     root: String,
+    /// This process's stashed unlinks not yet made durable: (directory, stash path).
+    stashed: Mutex<Vec<(String, String)>>,
 }
 
 // SAFETY: `unix` points at SQLite's static unix VFS, valid and immutable for the process's
@@ -74,7 +76,16 @@ pub fn register(log_path: &Path) -> Result<(), String> {
     if !root.ends_with('/') {
         root.push('/');
     }
-    if STATE.set(State { unix, log, root }).is_err() {
+    let stashed = Mutex::new(Vec::new());
+    if STATE
+        .set(State {
+            unix,
+            log,
+            root,
+            stashed,
+        })
+        .is_err()
+    {
         return Err("the power VFS is registered twice in one process".to_string());
     }
     // SAFETY: `unix` is valid; every field we leave zero is optional at iVersion 2.
@@ -109,7 +120,19 @@ pub fn register(log_path: &Path) -> Result<(), String> {
 /// Append one record; false when the log could not take it (the caller fails the call).
 pub(super) fn log(op: Op, path: &str, payload: &[u8]) -> bool {
     let st = state();
-    undo::append(&st.log, &undo::encode(op, path, payload)).is_ok()
+    if undo::append(&st.log, &undo::encode(op, path, payload)).is_err() {
+        return false;
+    }
+    if op == Op::DirSync {
+        // Once the directory sync is in the log, this process's earlier unlinks in it are
+        // durable: the cut never brings them back, so their stashed files can go now (the
+        // stash stays about one file per process instead of growing with every commit).
+        let mut stashed = st.stashed.lock().unwrap_or_else(|p| p.into_inner());
+        stashed.retain(|(dir, stash)| {
+            dir != path || std::fs::remove_file(Path::new(&st.root).join(stash)).is_err()
+        });
+    }
+    true
 }
 
 /// The path SQLite gave (absolute, symlinks resolved by xFullPathname) relative to the work
@@ -207,6 +230,10 @@ unsafe extern "C" fn x_delete(
     let named = stash.as_deref().unwrap_or("");
     if !log(Op::Unlink { existed }, &path, named.as_bytes()) {
         return ffi::SQLITE_IOERR_DELETE;
+    }
+    if let Some(stash) = stash {
+        let mut stashed = st.stashed.lock().unwrap_or_else(|p| p.into_inner());
+        stashed.push((parent(&path).to_string(), stash));
     }
     // SAFETY: delegating with SQLite's own arguments.
     let rc = unsafe { ((*st.unix).xDelete.expect("unix xDelete"))(st.unix, z_name, sync_dir) };
