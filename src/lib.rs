@@ -11,6 +11,7 @@ pub mod fail;
 pub mod interrupt;
 pub mod labs;
 pub mod out;
+pub mod power;
 pub mod rng;
 pub mod route;
 pub mod store;

@@ -13,6 +13,7 @@ use anyhow::Result;
 
 use crate::crash::{self, Mode};
 use crate::fail;
+use crate::power;
 
 /// What a nemesis may act on after a crashed step has ended.
 pub struct Aftermath<'a> {
@@ -46,6 +47,12 @@ pub trait Nemesis: Sync {
     /// (roll back what a power cut loses, kill a server). Process crashes do nothing here.
     fn after_crash(&self, _aftermath: &Aftermath<'_>) -> Result<()> {
         Ok(())
+    }
+
+    /// Environment variables every role process of a run under this nemesis gets (the power
+    /// cut's undo log in the work directory); none for a process crash.
+    fn env(&self, _work_dir: &Path) -> Vec<(String, String)> {
+        Vec::new()
     }
 }
 
@@ -108,6 +115,71 @@ pub fn of_mode(mode: Mode) -> &'static dyn Nemesis {
     find(mode.name()).expect("every mode has its nemesis")
 }
 
+/// A power cut: the role stops with SIGKILL at the point (nothing after it runs), and the
+/// undo log its databases' shim VFS kept is applied to the work directory: what was never
+/// synced is lost, in the cut style, seeded.
+pub struct PowerLoss {
+    pub cut: power::cut::Style,
+    pub seed: u64,
+}
+
+/// The file beside the undo log where each cut's summary is appended as one JSON line.
+pub const POWER_CUTS_NAME: &str = "power-cuts.jsonl";
+
+impl Nemesis for PowerLoss {
+    fn name(&self) -> &'static str {
+        "power-loss"
+    }
+
+    fn arm(&self, point: &str) -> Vec<String> {
+        let mode = Mode::Kill.name().to_string();
+        vec![
+            "--crash-at".into(),
+            point.into(),
+            "--crash-mode".into(),
+            mode,
+        ]
+    }
+
+    fn expected_exit(&self) -> i32 {
+        Mode::Kill.expected_exit()
+    }
+
+    fn crash_line(&self, point: &str) -> String {
+        crash::crash_line(point, Mode::Kill)
+    }
+
+    /// The engine kills every other process of the run first: the cut acts on files nobody
+    /// holds open, as after a reboot.
+    fn after_crash(&self, aftermath: &Aftermath<'_>) -> Result<()> {
+        let log = aftermath.work_dir.join(power::LOG_NAME);
+        let summary = power::cut::apply(aftermath.work_dir, &log, self.cut, self.seed)?;
+        let mut line = serde_json::to_string(&summary)?;
+        line.push('\n');
+        let record = aftermath.work_dir.join(POWER_CUTS_NAME);
+        let mut file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&record)?;
+        std::io::Write::write_all(&mut file, line.as_bytes())?;
+        Ok(())
+    }
+
+    fn env(&self, work_dir: &Path) -> Vec<(String, String)> {
+        let log = work_dir.join(power::LOG_NAME);
+        vec![(
+            power::LOG_ENV.to_string(),
+            log.to_string_lossy().into_owned(),
+        )]
+    }
+}
+
+/// The power-loss nemesis of a cut style and seed (`--crash-mode power-loss --cut STYLE
+/// --seed N`); one per run, so leaking it to get the engine's `&'static` costs nothing.
+pub fn power_loss(cut: power::cut::Style, seed: u64) -> &'static dyn Nemesis {
+    Box::leak(Box::new(PowerLoss { cut, seed }))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -127,5 +199,32 @@ mod tests {
             ["--crash-at", "a.b", "--crash-mode", "kill"]
         );
         assert!(find("power").is_err());
+    }
+
+    #[test]
+    fn a_power_cut_kills_at_the_point_and_names_the_undo_log_for_the_roles() {
+        let n = power_loss(power::cut::Style::Torn, 7);
+        assert_eq!(n.name(), "power-loss");
+        assert_eq!(
+            n.arm("a.b@2"),
+            ["--crash-at", "a.b@2", "--crash-mode", "kill"]
+        );
+        assert_eq!(n.expected_exit(), 128 + libc::SIGKILL);
+        assert_eq!(n.crash_line("a.b"), "CRASH a.b signal=SIGKILL");
+        assert!(!n.needs_kill());
+        let env = n.env(Path::new("w"));
+        assert_eq!(
+            env,
+            [(power::LOG_ENV.to_string(), format!("w/{}", power::LOG_NAME))]
+        );
+        assert!(of_mode(Mode::Kill).env(Path::new("w")).is_empty());
+        // The cut needs the log: none in the work directory is one line, exit 2.
+        let dir = tempfile::tempdir().unwrap();
+        let after = Aftermath {
+            work_dir: dir.path(),
+            point: "a.b",
+        };
+        let e = n.after_crash(&after).unwrap_err();
+        assert_eq!(fail::exit_code(&e), fail::EXIT_USAGE);
     }
 }

@@ -55,6 +55,8 @@ pub fn open_traced(
     access: Access,
     trace: bool,
 ) -> Result<Db> {
+    // Read before the file is touched: a bad profile name leaves nothing behind.
+    let profile = crate::power::profile::current()?;
     let shown = path.display();
     let exists = path.exists();
     if !exists && !matches!(access, Access::WriteCreate) {
@@ -79,11 +81,15 @@ pub fn open_traced(
         }
     };
     let read_only = matches!(access, Access::Read);
+    // Under a power-loss run every connection goes through the shim VFS (crate::power).
     let mut conn = if read_only && is_empty_file(path) {
         empty_of_kind(schema).map_err(|e| explain(e, schema.db, &shown.to_string()))?
     } else {
-        Connection::open_with_flags(path, flags)
-            .map_err(|e| explain(e, schema.db, &shown.to_string()))?
+        match crate::power::vfs_name()? {
+            Some(vfs) => Connection::open_with_flags_and_vfs(path, flags, vfs),
+            None => Connection::open_with_flags(path, flags),
+        }
+        .map_err(|e| explain(e, schema.db, &shown.to_string()))?
     };
     if trace {
         let db = schema.db;
@@ -130,7 +136,7 @@ pub fn open_traced(
         conn.set_db_config(DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, false)
             .map_err(|e| explain(e, schema.db, &shown))?;
     }
-    pin_pragmas(&conn, read_only).map_err(|e| explain(e, schema.db, &shown))?;
+    pin_pragmas(&conn, read_only, &profile).map_err(|e| explain(e, schema.db, &shown))?;
     if empty {
         create_schema(&conn, schema).map_err(|e| explain(e, schema.db, &shown))?;
     }
@@ -250,16 +256,23 @@ fn quick_check(conn: &Connection, db: &str, shown: &str) -> Result<()> {
     Ok(())
 }
 
-fn pin_pragmas(conn: &Connection, read_only: bool) -> rusqlite::Result<()> {
+/// The pinned pragmas; journal mode and synchronous come from the store profile (WAL and
+/// FULL unless a power-loss variant asked for another).
+fn pin_pragmas(
+    conn: &Connection,
+    read_only: bool,
+    profile: &crate::power::profile::Profile,
+) -> rusqlite::Result<()> {
     // A read-only connection cannot change the journal mode; it reads the file's own (WAL).
     if !read_only {
-        let mode: String = conn.query_row("PRAGMA journal_mode=wal", [], |row| row.get(0))?;
-        debug_assert_eq!(mode, "wal");
+        let sql = format!("PRAGMA journal_mode={}", profile.journal_mode);
+        let mode: String = conn.query_row(&sql, [], |row| row.get(0))?;
+        debug_assert_eq!(mode, profile.journal_mode);
     } else {
         conn.execute_batch("PRAGMA query_only=ON")?;
     }
     for pragma in [
-        "PRAGMA synchronous=FULL",
+        &format!("PRAGMA synchronous={}", profile.synchronous.to_uppercase()),
         "PRAGMA foreign_keys=ON",
         "PRAGMA busy_timeout=5000",
     ] {
