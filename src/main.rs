@@ -15,7 +15,12 @@ fn main() {
         std::process::exit(fail::EXIT_OK);
     }
     // Parsed in two steps so the subcommand's own name (the role) is at hand for the events.
-    let parsed = cli::command()
+    let parser = if may_show_help() {
+        cli::command()
+    } else {
+        <cli::Cli as clap::CommandFactory>::command()
+    };
+    let parsed = parser
         .try_get_matches()
         .and_then(|matches| Ok((cli::Cli::from_arg_matches(&matches)?, matches)));
     let (cli, matches) = match parsed {
@@ -67,6 +72,20 @@ fn main() {
     out::flush();
     events::emit(&Event::End { code });
     std::process::exit(code);
+}
+
+/// Whether this command line may print the top-level help (`-h`, `--help`, `help`, or no
+/// subcommand). The grouped help is built from the whole command tree, which costs about a
+/// third of a role's start-up; a role run never shows it, so only such a run pays for it.
+fn may_show_help() -> bool {
+    let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
+    let no_subcommand = args
+        .iter()
+        .all(|a| a.to_str().is_some_and(|a| a.starts_with('-')));
+    no_subcommand
+        || args
+            .iter()
+            .any(|a| a == "-h" || a == "--help" || a == "help")
 }
 
 /// Help and version print as clap prints them; every other argument error is one line on
