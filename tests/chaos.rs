@@ -576,7 +576,8 @@ fn bench_at_a_tiny_size_prints_well_formed_json() {
             "--json",
         ],
     );
-    let r = last_json(&out);
+    // The whole of stdout is one JSON document (the tables are not printed with --json).
+    let r: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
     assert_eq!(r["ok"], true, "{r}");
     assert_eq!(r["messages"], 60);
     let costs = r["phase_costs"].as_array().unwrap();
@@ -633,4 +634,153 @@ fn chaos_kills_a_hung_child_and_stops_at_its_deadline() {
         "{stdout} {stderr}"
     );
     assert!(started.elapsed() < Duration::from_secs(30), "bounded");
+}
+
+/// chaos.json as a reader of `--json` would take it: typed, every field it relies on.
+#[derive(serde::Deserialize)]
+struct ChaosJson {
+    lab: String,
+    ok: bool,
+    kills_done: usize,
+    processes: usize,
+    lost: i64,
+    duplicated: i64,
+    anomalies: Vec<crashlab::engine::jepsen::Found>,
+    bad_anomalies: Vec<crashlab::engine::jepsen::Found>,
+    check: Value,
+    problems: Vec<String>,
+}
+
+#[test]
+fn chaos_json_is_one_document_in_jepsens_words_with_events_for_every_process() {
+    use crashlab::engine::jepsen::Anomaly;
+    use crashlab::events::{self, Event};
+    let dir = tempfile::tempdir().unwrap();
+    let out = crashlab(
+        dir.path(),
+        &[
+            "chaos",
+            "14",
+            "--messages",
+            "150",
+            "--consumers",
+            "2",
+            "--kills",
+            "8",
+            "--seed",
+            "11",
+            "--batch",
+            "10",
+            "--json",
+            "--out",
+            "ev",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", common::stderr(&out));
+    // The whole of stdout is one JSON document: no table line before or after it.
+    let text = common::stdout(&out);
+    let r: ChaosJson = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"));
+    assert!(r.ok && r.problems.is_empty(), "{:?}", r.problems);
+    assert_eq!(r.lab, "14-outbox-inbox");
+    assert_eq!((r.lost, r.duplicated), (0, 0));
+    assert!(r.bad_anomalies.is_empty(), "{:?}", r.bad_anomalies);
+    // What the Inbox absorbed is reported, as allowed, one per redelivered message.
+    assert!(r
+        .anomalies
+        .iter()
+        .all(|f| f.anomaly == Anomaly::DuplicateDelivery));
+    let redelivered = r.check["duplicate_deliveries"].as_u64().unwrap() as usize;
+    assert!(
+        r.anomalies.len() <= redelivered,
+        "{} > {redelivered}",
+        r.anomalies.len()
+    );
+    assert_eq!(r.anomalies.is_empty(), redelivered == 0);
+    // The events agree with the files: one applied event per message at most, each message
+    // applied once in the ledger.
+    assert!(r.check["applied_events"].as_i64().unwrap() <= 150);
+    assert_eq!(r.check["inbox"], 150);
+    // Every process has its events: it started as its role; it ended with its exit, or the
+    // kill left it no end.
+    let p: Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.path().join("ev/processes.json")).unwrap(),
+    )
+    .unwrap();
+    let procs = p["processes"].as_array().unwrap();
+    assert_eq!(procs.len(), r.processes);
+    let mut applied = 0;
+    for x in procs {
+        let step = x["step"].as_str().unwrap();
+        let path = dir.path().join(format!("ev/logs/{step}.events.jsonl"));
+        let evs = events::read(&path).unwrap_or_else(|e| panic!("{step}: {e:#}"));
+        applied += evs
+            .iter()
+            .filter(|e| matches!(e, Event::Applied { .. }))
+            .count();
+        let role = x["argv"][1].as_str().unwrap();
+        if x["signal"].is_null() {
+            assert!(
+                matches!(&evs[0], Event::Start { role: r, .. } if r == role),
+                "{step}: {evs:?}"
+            );
+            assert_eq!(
+                evs.last(),
+                Some(&Event::End {
+                    code: x["exit"].as_i64().unwrap() as i32
+                }),
+                "{step}"
+            );
+        } else {
+            assert!(
+                !evs.iter().any(|e| matches!(e, Event::End { .. })),
+                "{step}: killed, yet an end event"
+            );
+        }
+    }
+    assert_eq!(applied as i64, r.check["applied_events"].as_i64().unwrap());
+    assert!(r.kills_done >= 1);
+}
+
+#[test]
+fn a_lab_without_a_load_profile_is_refused_naming_those_with_one() {
+    let dir = tempfile::tempdir().unwrap();
+    for command in ["chaos", "bench"] {
+        let out = crashlab(dir.path(), &[command, "13"]);
+        assert_eq!(out.status.code(), Some(2), "{command}");
+        let stderr = common::stderr(&out);
+        assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+        assert!(
+            stderr.contains("lab 13 (http-dispatch) has no load profile"),
+            "{stderr}"
+        );
+        assert!(stderr.contains("14 (outbox-inbox)"), "{stderr}");
+        assert!(common::stdout(&out).is_empty());
+    }
+}
+
+#[test]
+fn every_option_of_chaos_and_bench_has_help_text() {
+    let dir = tempfile::tempdir().unwrap();
+    for command in ["chaos", "bench"] {
+        let help = ok(dir.path(), &[command, "--help"]);
+        let lines: Vec<&str> = help.lines().map(str::trim_start).collect();
+        let is_option = |l: &str| l.starts_with("--") || l.starts_with('<') || l.starts_with("-h");
+        let mut options = 0;
+        for (i, line) in lines.iter().enumerate() {
+            if !is_option(line) || line.starts_with("-h") {
+                continue;
+            }
+            options += 1;
+            // `--name <NAME>  text` on one line, or the text on the next line.
+            let inline = line.split_once("  ").map_or("", |(_, t)| t.trim());
+            let next = lines.get(i + 1).copied().unwrap_or("");
+            let text = if inline.is_empty() && !is_option(next) {
+                next.trim()
+            } else {
+                inline
+            };
+            assert!(!text.is_empty(), "{command}: no help for '{line}'");
+        }
+        assert!(options >= 5, "{command}: {help}");
+    }
 }

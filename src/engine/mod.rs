@@ -32,6 +32,8 @@ pub struct Lab {
     pub scenarios: fn() -> Vec<Scenario>,
     /// The states its readback steps must show, by name (`verify --expect NAME`).
     pub stages: &'static [Stage],
+    /// What `chaos` and `bench` run, for a lab that can be put under load.
+    pub load: Option<&'static dyn load::profile::LoadProfile>,
 }
 
 impl Lab {

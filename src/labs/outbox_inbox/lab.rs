@@ -16,6 +16,7 @@ pub static LAB: Lab = Lab {
     databases: &["sender.db", "queue.db", "receiver.db"],
     scenarios,
     stages: STAGES,
+    load: Some(&super::load::LOAD),
 };
 
 pub static STAGES: &[Stage] = &[

@@ -4,6 +4,10 @@
 pub mod consumer;
 pub mod enqueue;
 pub mod lab;
+pub mod load;
+pub mod load_amounts;
+pub mod load_ceiling;
+pub mod load_check;
 pub mod model;
 pub mod points;
 pub mod publisher;
