@@ -43,14 +43,14 @@ pub struct Outcome {
     pub rejected: usize,
 }
 
-struct Delivery {
-    id: i64,
-    message: String,
+pub(super) struct Delivery {
+    pub(super) id: i64,
+    pub(super) message: String,
     payload: String,
 }
 
 /// What to do with one claimed delivery.
-enum Decision {
+pub(super) enum Decision {
     Apply(Payload, String),
     Duplicate,
     Reject(String),
@@ -79,8 +79,13 @@ pub fn run(options: &Options<'_>) -> Result<Outcome> {
     let mut outcome = Outcome::default();
     let mut first_reject: Option<String> = None;
     let rounds_max = DELIVERIES_MAX.div_ceil(options.batch);
+    // The deliveries claimed with the last ack (see consumer_next), if any.
+    let mut next: Option<Vec<Delivery>> = None;
     for _ in 0..rounds_max {
-        let claimed = claim(&queue, options).map_err(on_queue)?;
+        let claimed = match next.take() {
+            Some(claimed) => claimed,
+            None => claim(&queue, options).map_err(on_queue)?,
+        };
         if claimed.is_empty() {
             break;
         }
@@ -111,6 +116,13 @@ pub fn run(options: &Options<'_>) -> Result<Outcome> {
             Variant::AckBeforeApply => {
                 ack(&queue, &claimed, &decisions).map_err(on_queue)?;
                 apply(&receiver, &claimed, &mut decisions, options.variant).map_err(on_receiver)?;
+            }
+            _ if super::consumer_next::claims_with_ack(options) => {
+                apply(&receiver, &claimed, &mut decisions, options.variant).map_err(on_receiver)?;
+                let claimed_next =
+                    super::consumer_next::ack_and_claim(&queue, &claimed, &decisions, options)
+                        .map_err(on_queue)?;
+                next = Some(claimed_next);
             }
             _ => {
                 apply(&receiver, &claimed, &mut decisions, options.variant).map_err(on_receiver)?;
@@ -181,8 +193,26 @@ fn expire_inbox(receiver: &Db, retention_ms: i64) -> rusqlite::Result<()> {
 }
 
 fn claim(queue: &Db, options: &Options<'_>) -> rusqlite::Result<Vec<Delivery>> {
-    let now = now_ms();
     queue.conn.execute_batch("BEGIN IMMEDIATE")?;
+    let claimed = claim_rows(queue, options)?;
+    if claimed.is_empty() {
+        queue.conn.execute_batch("ROLLBACK")?;
+        return Ok(claimed);
+    }
+    crash::point("consumer.before-claim-commit");
+    queue.conn.execute_batch("COMMIT")?;
+    out::committed(
+        "queue",
+        &format!("claim of {} by {}", describe(&claimed), options.consumer_id),
+    );
+    crash::point("consumer.after-claim-commit");
+    Ok(claimed)
+}
+
+/// The claim's statement, inside the caller's queue transaction: the next deliveries this
+/// consumer may take, in delivery order.
+pub(super) fn claim_rows(queue: &Db, options: &Options<'_>) -> rusqlite::Result<Vec<Delivery>> {
+    let now = now_ms();
     let mut claimed = {
         let mut stmt = queue.conn.prepare_cached(
             "UPDATE deliveries SET claimed_by = ?1, lease_until_ms = ?2
@@ -212,23 +242,12 @@ fn claim(queue: &Db, options: &Options<'_>) -> rusqlite::Result<Vec<Delivery>> {
             .collect::<rusqlite::Result<Vec<_>>>()?;
         rows
     };
-    if claimed.is_empty() {
-        queue.conn.execute_batch("ROLLBACK")?;
-        return Ok(claimed);
-    }
     // RETURNING gives no order; the lab promises delivery order.
     claimed.sort_by_key(|d| d.id);
-    crash::point("consumer.before-claim-commit");
-    queue.conn.execute_batch("COMMIT")?;
-    out::committed(
-        "queue",
-        &format!("claim of {} by {}", describe(&claimed), options.consumer_id),
-    );
-    crash::point("consumer.after-claim-commit");
     Ok(claimed)
 }
 
-fn describe(deliveries: &[Delivery]) -> String {
+pub(super) fn describe(deliveries: &[Delivery]) -> String {
     match deliveries {
         [one] => format!("delivery {} message {}", one.id, one.message),
         _ => format!(
@@ -460,8 +479,22 @@ fn describe_applied(claimed: &[Delivery], decisions: &[Decision]) -> String {
 }
 
 fn ack(queue: &Db, claimed: &[Delivery], decisions: &[Decision]) -> rusqlite::Result<()> {
-    let now = now_ms();
     queue.conn.execute_batch("BEGIN IMMEDIATE")?;
+    ack_rows(queue, claimed, decisions)?;
+    crash::point("consumer.before-ack");
+    queue.conn.execute_batch("COMMIT")?;
+    out::committed("queue", &format!("ack of {}", describe(claimed)));
+    crash::point("consumer.after-ack");
+    Ok(())
+}
+
+/// The ack's statements, inside the caller's queue transaction.
+pub(super) fn ack_rows(
+    queue: &Db,
+    claimed: &[Delivery],
+    decisions: &[Decision],
+) -> rusqlite::Result<()> {
+    let now = now_ms();
     // More than one delivery: the acks in one statement; a single delivery (batch 1) and
     // every rejection keep their own statement.
     let batched = claimed.len() > 1;
@@ -495,9 +528,5 @@ fn ack(queue: &Db, claimed: &[Delivery], decisions: &[Decision]) -> rusqlite::Re
             )?
             .execute(params![status, reason, now, d.id])?;
     }
-    crash::point("consumer.before-ack");
-    queue.conn.execute_batch("COMMIT")?;
-    out::committed("queue", &format!("ack of {}", describe(claimed)));
-    crash::point("consumer.after-ack");
     Ok(())
 }
