@@ -9,9 +9,29 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use crashlab::crash::Mode;
+use crashlab::engine::nemesis;
+use crashlab::labs::outbox_inbox::roles::{self, Argv, Consume, Send, CONSUME, FILES};
+use crashlab::labs::outbox_inbox::variant::Variant;
 use serde_json::Value;
 
 const EXE: &str = env!("CARGO_BIN_EXE_crashlab");
+
+/// A role's argv from lab 14's typed builders, as words.
+fn words(argv: Argv) -> Vec<String> {
+    argv.into_vec()
+}
+
+/// The same role armed to crash (exit mode) at `point`.
+fn crashing(argv: Argv, point: &str) -> Vec<String> {
+    let mut words = argv.into_vec();
+    words.extend(nemesis::of_mode(Mode::Exit).arm(point));
+    words
+}
+
+fn strs(words: &[String]) -> Vec<&str> {
+    words.iter().map(String::as_str).collect()
+}
 
 fn ok(dir: &Path, args: &[&str]) -> String {
     let out = crashlab(dir, args);
@@ -85,19 +105,7 @@ fn last_json(stdout: &str) -> Value {
 }
 
 fn verify(dir: &Path) -> Value {
-    last_json(&ok(
-        dir,
-        &[
-            "verify",
-            "--sender",
-            "sender.db",
-            "--queue",
-            "queue.db",
-            "--receiver",
-            "receiver.db",
-            "--json",
-        ],
-    ))
+    last_json(&ok(dir, &strs(&words(roles::verify(&FILES, true, None)))))
 }
 
 /// `CONSUMED applied=A duplicates=D rejected=R` → (A, D).
@@ -204,51 +212,27 @@ fn consumers_racing_on_one_message_make_exactly_one_effect() {
     let d = dir.path();
     let deliveries = 24;
     let consumers = 4;
-    let enqueue = [
-        "enqueue",
-        "--queue",
-        "queue.db",
-        "--message",
-        "M1",
-        "--contract",
-        "R1",
-        "--amount",
-        "25",
-    ];
-    ok(d, &enqueue);
+    let enqueue = words(roles::enqueue(&FILES, "M1", "R1", 25));
+    ok(d, &strs(&enqueue));
     // Create the receiver file before the race (the crash comes before the claim commits).
-    let out = crashlab(
-        d,
-        &[
-            "consumer",
-            "--queue",
-            "queue.db",
-            "--receiver",
-            "receiver.db",
-            "--crash-at",
-            "consumer.before-claim-commit",
-        ],
+    let first = crashing(
+        roles::consumer(&FILES, &CONSUME),
+        "consumer.before-claim-commit",
     );
+    let out = crashlab(d, &strs(&first));
     assert_eq!(out.status.code(), Some(73));
     for _ in 1..deliveries {
-        ok(d, &enqueue);
+        ok(d, &strs(&enqueue));
     }
     let children: Vec<Running> = (1..=consumers)
         .map(|c| {
-            spawn(
-                d,
-                &[
-                    "consumer",
-                    "--queue",
-                    "queue.db",
-                    "--receiver",
-                    "receiver.db",
-                    "--consumer-id",
-                    &format!("c{c}"),
-                    "--batch",
-                    "1",
-                ],
-            )
+            let id = format!("c{c}");
+            let how = Consume {
+                consumer_id: Some(&id),
+                batch: 1,
+                ..CONSUME
+            };
+            spawn(d, &strs(&words(roles::consumer(&FILES, &how))))
         })
         .collect();
     let (mut applied, mut duplicates, mut races) = (0, 0, 0);
@@ -296,54 +280,32 @@ fn consumers_racing_on_one_message_make_exactly_one_effect() {
 
 /// One message applied, then delivered again after `delay`; the second consumer run cleans
 /// the Inbox with `retention_ms` first. Returns (ledger balance, credits).
-fn redelivery_after_retention(retention_ms: &str, delay: Duration) -> (i64, i64, String) {
+fn redelivery_after_retention(retention_ms: i64, delay: Duration) -> (i64, i64, String) {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    ok(
-        d,
-        &[
-            "sender",
-            "--db",
-            "sender.db",
-            "--contract",
-            "C1",
-            "--amount",
-            "25",
-            "--message",
-            "M1",
-        ],
-    );
+    let one = Send::One {
+        contract: "C1",
+        amount: 25,
+        message: "M1",
+    };
+    ok(d, &strs(&words(roles::sender(&FILES, one, 1))));
     // The publisher dies between its queue commit and its Outbox commit: M1 will go again.
+    let publisher = || roles::publisher(&FILES, 1, Variant::Correct);
     let out = crashlab(
         d,
-        &[
-            "publisher",
-            "--sender",
-            "sender.db",
-            "--queue",
-            "queue.db",
-            "--crash-at",
-            "publisher.after-queue-commit",
-        ],
+        &strs(&crashing(publisher(), "publisher.after-queue-commit")),
     );
     assert_eq!(out.status.code(), Some(73));
-    let consume = [
-        "consumer",
-        "--queue",
-        "queue.db",
-        "--receiver",
-        "receiver.db",
-    ];
-    let (applied, _) = consumed(&ok(d, &consume));
+    let consume = words(roles::consumer(&FILES, &CONSUME));
+    let (applied, _) = consumed(&ok(d, &strs(&consume)));
     assert_eq!(applied, 1);
     std::thread::sleep(delay);
-    ok(
-        d,
-        &["publisher", "--sender", "sender.db", "--queue", "queue.db"],
-    );
-    let mut args = consume.to_vec();
-    args.extend(["--inbox-retention-ms", retention_ms]);
-    let stdout = ok(d, &args);
+    ok(d, &strs(&words(publisher())));
+    let cleaning = Consume {
+        inbox_retention_ms: Some(retention_ms),
+        ..CONSUME
+    };
+    let stdout = ok(d, &strs(&words(roles::consumer(&FILES, &cleaning))));
     let v = verify(d);
     assert_eq!(v["queue"]["deliveries"], 2, "two physical deliveries: {v}");
     assert_eq!(v["queue"]["pending"], 0);
@@ -363,7 +325,7 @@ fn redelivery_after_retention(retention_ms: &str, delay: Duration) -> (i64, i64,
 
 #[test]
 fn inbox_retention_shorter_than_the_redelivery_delay_doubles_the_effect() {
-    let (balance, credits, stdout) = redelivery_after_retention("100", Duration::from_millis(400));
+    let (balance, credits, stdout) = redelivery_after_retention(100, Duration::from_millis(400));
     assert!(
         stdout.contains("inbox retention deleted 1 rows"),
         "{stdout}"
@@ -374,8 +336,7 @@ fn inbox_retention_shorter_than_the_redelivery_delay_doubles_the_effect() {
 
 #[test]
 fn inbox_retention_longer_than_the_redelivery_delay_keeps_one_effect() {
-    let (balance, credits, stdout) =
-        redelivery_after_retention("60000", Duration::from_millis(400));
+    let (balance, credits, stdout) = redelivery_after_retention(60_000, Duration::from_millis(400));
     assert!(
         stdout.contains("inbox retention deleted 0 rows"),
         "{stdout}"
@@ -392,46 +353,13 @@ fn two_publishers_on_one_outbox_lose_nothing_and_the_inbox_absorbs_duplicates() 
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let n = 400;
-    ok(
-        d,
-        &[
-            "sender",
-            "--db",
-            "sender.db",
-            "--generate",
-            &n.to_string(),
-            "--seed",
-            "3",
-            "--batch",
-            "50",
-        ],
-    );
+    let generate = Send::Generate { n, seed: 3 };
+    ok(d, &strs(&words(roles::sender(&FILES, generate, 50))));
     // The queue file exists before both start, so neither races to create it.
-    ok(
-        d,
-        &[
-            "enqueue",
-            "--queue",
-            "queue.db",
-            "--message",
-            "W0",
-            "--contract",
-            "W0",
-            "--amount",
-            "1",
-        ],
-    );
-    let publish = [
-        "publisher",
-        "--sender",
-        "sender.db",
-        "--queue",
-        "queue.db",
-        "--batch",
-        "5",
-    ];
-    let a = spawn(d, &publish);
-    let b = spawn(d, &publish);
+    ok(d, &strs(&words(roles::enqueue(&FILES, "W0", "W0", 1))));
+    let publish = words(roles::publisher(&FILES, 5, Variant::Correct));
+    let a = spawn(d, &strs(&publish));
+    let b = spawn(d, &strs(&publish));
     finish(a, "publisher a");
     finish(b, "publisher b");
     let queue = d.join("queue.db");
@@ -484,35 +412,20 @@ fn two_publishers_on_one_outbox_lose_nothing_and_the_inbox_absorbs_duplicates() 
         0
     );
     let consume = |c: &str| {
-        spawn(
-            d,
-            &[
-                "consumer",
-                "--queue",
-                "queue.db",
-                "--receiver",
-                "receiver.db",
-                "--consumer-id",
-                c,
-                "--batch",
-                "10",
-            ],
-        )
+        let how = Consume {
+            consumer_id: Some(c),
+            batch: 10,
+            ..CONSUME
+        };
+        spawn(d, &strs(&words(roles::consumer(&FILES, &how))))
     };
     // A receiver file first, then two consumers at once.
     let first = crashlab(
         d,
-        &[
-            "consumer",
-            "--queue",
-            "queue.db",
-            "--receiver",
-            "receiver.db",
-            "--batch",
-            "1",
-            "--crash-at",
+        &strs(&crashing(
+            roles::consumer(&FILES, &CONSUME),
             "consumer.after-ack",
-        ],
+        )),
     );
     assert_eq!(first.status.code(), Some(73));
     let (c1, c2) = (consume("c1"), consume("c2"));
