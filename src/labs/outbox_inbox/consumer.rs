@@ -14,6 +14,7 @@ use std::path::Path;
 use anyhow::Result;
 use rusqlite::{params, OptionalExtension};
 
+use super::consumer_queue::{ack_rows, claim_rows};
 use crate::crash;
 use crate::fail;
 use crate::labs::outbox_inbox::model::{busy_wait, now_ms, Payload};
@@ -46,7 +47,7 @@ pub struct Outcome {
 pub(super) struct Delivery {
     pub(super) id: i64,
     pub(super) message: String,
-    payload: String,
+    pub(super) payload: String,
 }
 
 /// What to do with one claimed delivery.
@@ -117,10 +118,10 @@ pub fn run(options: &Options<'_>) -> Result<Outcome> {
                 ack(&queue, &claimed, &decisions).map_err(on_queue)?;
                 apply(&receiver, &claimed, &mut decisions, options.variant).map_err(on_receiver)?;
             }
-            _ if super::consumer_next::claims_with_ack(options) => {
+            _ if super::consumer_queue::claims_with_ack(options) => {
                 apply(&receiver, &claimed, &mut decisions, options.variant).map_err(on_receiver)?;
                 let claimed_next =
-                    super::consumer_next::ack_and_claim(&queue, &claimed, &decisions, options)
+                    super::consumer_queue::ack_and_claim(&queue, &claimed, &decisions, options)
                         .map_err(on_queue)?;
                 next = Some(claimed_next);
             }
@@ -206,44 +207,6 @@ fn claim(queue: &Db, options: &Options<'_>) -> rusqlite::Result<Vec<Delivery>> {
         &format!("claim of {} by {}", describe(&claimed), options.consumer_id),
     );
     crash::point("consumer.after-claim-commit");
-    Ok(claimed)
-}
-
-/// The claim's statement, inside the caller's queue transaction: the next deliveries this
-/// consumer may take, in delivery order.
-pub(super) fn claim_rows(queue: &Db, options: &Options<'_>) -> rusqlite::Result<Vec<Delivery>> {
-    let now = now_ms();
-    let mut claimed = {
-        let mut stmt = queue.conn.prepare_cached(
-            "UPDATE deliveries SET claimed_by = ?1, lease_until_ms = ?2
-             WHERE delivery_id IN (
-               SELECT delivery_id FROM deliveries
-               WHERE status = 'pending'
-                 AND (claimed_by IS NULL OR claimed_by = ?1 OR lease_until_ms < ?3)
-               ORDER BY delivery_id LIMIT ?4)
-             RETURNING delivery_id, message_id, payload",
-        )?;
-        let rows = stmt
-            .query_map(
-                params![
-                    options.consumer_id,
-                    now.saturating_add(options.lease_ms),
-                    now,
-                    options.batch as i64
-                ],
-                |r| {
-                    Ok(Delivery {
-                        id: r.get(0)?,
-                        message: r.get(1)?,
-                        payload: r.get(2)?,
-                    })
-                },
-            )?
-            .collect::<rusqlite::Result<Vec<_>>>()?;
-        rows
-    };
-    // RETURNING gives no order; the lab promises delivery order.
-    claimed.sort_by_key(|d| d.id);
     Ok(claimed)
 }
 
@@ -485,48 +448,5 @@ fn ack(queue: &Db, claimed: &[Delivery], decisions: &[Decision]) -> rusqlite::Re
     queue.conn.execute_batch("COMMIT")?;
     out::committed("queue", &format!("ack of {}", describe(claimed)));
     crash::point("consumer.after-ack");
-    Ok(())
-}
-
-/// The ack's statements, inside the caller's queue transaction.
-pub(super) fn ack_rows(
-    queue: &Db,
-    claimed: &[Delivery],
-    decisions: &[Decision],
-) -> rusqlite::Result<()> {
-    let now = now_ms();
-    // More than one delivery: the acks in one statement; a single delivery (batch 1) and
-    // every rejection keep their own statement.
-    let batched = claimed.len() > 1;
-    if batched {
-        let acked: Vec<i64> = claimed
-            .iter()
-            .zip(decisions)
-            .filter(|(_, decision)| !matches!(decision, Decision::Reject(_)))
-            .map(|(d, _)| d.id)
-            .collect();
-        let list = serde_json::to_string(&acked).expect("a list of integers serializes");
-        queue
-            .conn
-            .prepare_cached(
-                "UPDATE deliveries SET status = 'acked', reason = NULL, done_ms = ?1
-                 WHERE delivery_id IN (SELECT value FROM json_each(?2)) AND status = 'pending'",
-            )?
-            .execute(params![now, list])?;
-    }
-    for (d, decision) in claimed.iter().zip(decisions) {
-        let (status, reason) = match decision {
-            Decision::Reject(reason) => ("rejected", Some(reason.as_str())),
-            _ if batched => continue,
-            _ => ("acked", None),
-        };
-        // `AND status = 'pending'`: a consumer that took over an expired lease may be first.
-        queue
-            .conn
-            .prepare_cached(
-                "UPDATE deliveries SET status = ?1, reason = ?2, done_ms = ?3 WHERE delivery_id = ?4 AND status = 'pending'",
-            )?
-            .execute(params![status, reason, now, d.id])?;
-    }
     Ok(())
 }

@@ -201,3 +201,58 @@ impl LoadProfile for OutboxInboxLoad {
         super::load_ceiling::ceiling(dir, shape)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    const SHAPE: Shape = Shape {
+        messages: 30,
+        consumers: 3,
+        batch: 10,
+        seed: 7,
+        lease_ms: 500,
+    };
+
+    /// Every argv the profile gives is one the real command line accepts, and every role
+    /// waits on an entry the watcher gives.
+    #[test]
+    fn the_roles_and_stages_are_the_labs_own_argv() {
+        let roles = LOAD.roles(&SHAPE);
+        let names: Vec<&str> = roles.iter().map(|r| r.name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "sender",
+                "publisher",
+                "consumer-c1",
+                "consumer-c2",
+                "consumer-c3"
+            ]
+        );
+        assert_eq!(
+            roles[2].argv.join(" "),
+            "consumer --queue queue.db --receiver receiver.db --consumer-id c1 --lease-ms 500 --batch 10"
+        );
+        assert_eq!(
+            roles[0].argv.join(" "),
+            "sender --db sender.db --generate 30 --seed 7 --batch 10"
+        );
+        let stages = LOAD.stages(&SHAPE);
+        assert_eq!(stages[2].name, "consume x3");
+        let all = roles
+            .iter()
+            .chain(stages.iter().flat_map(|s| s.roles.iter()))
+            .map(|r| r.argv.clone())
+            .chain(LOAD.phases().into_iter().map(|(_, argv)| argv));
+        for argv in all {
+            let words = std::iter::once("crashlab".to_string()).chain(argv.clone());
+            if let Err(e) = crate::cli::Cli::try_parse_from(words) {
+                panic!("{argv:?}: {e}");
+            }
+        }
+        assert!(roles.iter().all(|r| r.waits_on < 3));
+        assert_eq!(LOAD.units(SHAPE.messages), 90);
+    }
+}

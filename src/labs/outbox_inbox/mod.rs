@@ -2,7 +2,7 @@
 //! It knows nothing of the harness beyond `crash::point`.
 
 pub mod consumer;
-pub mod consumer_next;
+pub mod consumer_queue;
 pub mod enqueue;
 pub mod lab;
 pub mod load;
