@@ -120,7 +120,7 @@ pub trait LoadProfile: Sync {
     /// Bench: the stages timed one at a time, in order.
     fn stages(&self, shape: &Shape) -> Vec<BenchStage>;
 
-    /// Bench: the same rows as each stage writes, by plain batched inserts in this process
-    /// into fresh files in `dir` (same schema and pragmas, no trace): wall ms per stage.
-    fn ceiling(&self, dir: &Path, shape: &Shape) -> Result<Vec<f64>>;
+    /// Bench: the same rows as stage `stage` writes, by plain batched inserts in this process
+    /// into fresh files in `dir` (same schema and pragmas, no trace): its wall ms.
+    fn ceiling(&self, dir: &Path, shape: &Shape, stage: usize) -> Result<f64>;
 }

@@ -197,8 +197,8 @@ impl LoadProfile for OutboxInboxLoad {
         ]
     }
 
-    fn ceiling(&self, dir: &Path, shape: &Shape) -> Result<Vec<f64>> {
-        super::load_ceiling::ceiling(dir, shape)
+    fn ceiling(&self, dir: &Path, shape: &Shape, stage: usize) -> Result<f64> {
+        super::load_ceiling::ceiling(dir, shape, stage)
     }
 }
 

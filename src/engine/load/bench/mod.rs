@@ -8,7 +8,9 @@
 //! 3. End to end: every role at once (the chaos pipeline with no kills), start to
 //!    quiescence, checked like a chaos run.
 //! 4. The ceiling: the same rows written by plain batched inserts in this process (the
-//!    profile's), measured before, between and after the passes, the median of the three.
+//!    profile's), measured right before and right after each stage, their mean the stage's
+//!    bound. On a shared machine the cost of an fsync changes from minute to minute; a
+//!    ceiling measured beside its stage sees the same disk the stage saw.
 
 mod report;
 
@@ -175,9 +177,10 @@ fn phase_costs(exe: &Path, profile: &dyn LoadProfile, runs: usize) -> Result<Vec
         .collect())
 }
 
-/// One stage's figures: wall, trace bytes, processes, peak memory.
+/// One stage's figures: wall, its ceiling, trace bytes, processes, peak memory.
 struct Timed {
     wall_ms: f64,
+    ceiling_wall_ms: f64,
     trace_bytes: u64,
     processes: usize,
     max_rss_kb: i64,
@@ -201,13 +204,15 @@ fn pass(
     // Every file exists before the first stage, so parallel roles never race to create one.
     profile.create(d)?;
     let mut timed = Vec::new();
-    for stage in profile.stages(&shape) {
+    for (index, stage) in profile.stages(&shape).into_iter().enumerate() {
         let argvs: Vec<(String, Vec<String>)> = stage
             .roles
             .iter()
             .map(|r| (r.name.clone(), with_trace(&r.argv, trace)))
             .collect();
+        let before_ms = ceiling(profile, &shape, index)?;
         let (wall_ms, max_rss_kb) = together(exe, d, &argvs)?;
+        let after_ms = ceiling(profile, &shape, index)?;
         let trace_bytes = stage
             .roles
             .iter()
@@ -216,6 +221,7 @@ fn pass(
             .sum();
         timed.push(Timed {
             wall_ms,
+            ceiling_wall_ms: (before_ms + after_ms) / 2.0,
             trace_bytes,
             processes: argvs.len(),
             max_rss_kb,
@@ -266,8 +272,11 @@ fn pass(
             e2e.unexpected_exits, e2e.busy_exits, e2e.timed_out
         ));
     }
+    // End to end is rated against doing every stage's inserts one after another.
+    let ceiling_wall_ms = timed.iter().map(|t| t.ceiling_wall_ms).sum();
     timed.push(Timed {
         wall_ms: e2e.wall_ms,
+        ceiling_wall_ms,
         trace_bytes: stdout_bytes(&e2e_dir.path().join(LOGS)),
         processes: e2e.processes.len(),
         max_rss_kb: e2e
@@ -292,13 +301,13 @@ pub fn run(lab: &'static Lab, profile: &dyn LoadProfile, o: &Options) -> Result<
     result
 }
 
-/// The plain-insert ceiling of every stage, in a fresh directory.
-fn ceiling(profile: &dyn LoadProfile, shape: &Shape) -> Result<Vec<f64>> {
+/// The plain-insert ceiling of one stage, in a fresh directory.
+fn ceiling(profile: &dyn LoadProfile, shape: &Shape, stage: usize) -> Result<f64> {
     let dir = tempfile::Builder::new()
         .prefix("crashlab-ceiling-")
         .tempdir()
         .context("creating a ceiling directory")?;
-    profile.ceiling(dir.path(), shape)
+    profile.ceiling(dir.path(), shape, stage)
 }
 
 fn measure(lab: &'static Lab, profile: &dyn LoadProfile, o: &Options) -> Result<i32> {
@@ -310,40 +319,25 @@ fn measure(lab: &'static Lab, profile: &dyn LoadProfile, o: &Options) -> Result<
     bar.phase(&format!("per-phase process cost, {} runs", o.runs));
     let costs = phase_costs(&exe, profile, o.runs)?;
     bar.phase(&format!(
-        "stages one at a time, then all at once: {n} messages, {} consumers, trace on",
+        "stages one at a time, each between two plain-insert ceilings, then all at once: {n} messages, {} consumers, trace on",
         o.consumers
     ));
-    // The ceiling is measured three times, before, between and after the two passes, and
-    // the median taken: on a shared machine the load changes within one run.
     let shape = shape(o);
-    let mut samples = vec![ceiling(profile, &shape)?];
     let traced = pass(&exe, profile, o, true, &mut problems)?;
-    samples.push(ceiling(profile, &shape)?);
     bar.phase("the same with --no-trace, to show what the trace costs");
     let untraced = pass(&exe, profile, o, false, &mut problems)?;
-    bar.phase("ceiling: plain batched inserts, same schema and pragmas");
-    samples.push(ceiling(profile, &shape)?);
     bar.finish();
-    let stages_n = samples[0].len();
-    assert!(
-        samples.iter().all(|s| s.len() == stages_n),
-        "one ceiling per stage"
-    );
-    let mut ceilings: Vec<f64> = (0..stages_n)
-        .map(|i| median(&mut samples.iter().map(|s| s[i]).collect::<Vec<_>>()))
-        .collect();
-    // End to end is rated against doing every stage's inserts one after another.
-    ceilings.push(ceilings.iter().sum());
     let mut names: Vec<String> = profile.stages(&shape).into_iter().map(|s| s.name).collect();
     names.push("end to end".to_string());
     let mut stages = Vec::new();
     for (timed, suffix) in [(&traced, ""), (&untraced, ", no trace")] {
-        for ((t, name), ceiling) in timed.iter().zip(&names).zip(&ceilings) {
+        assert_eq!(timed.len(), names.len(), "every stage and end to end");
+        for (t, name) in timed.iter().zip(&names) {
             stages.push(stage(
                 format!("{name}{suffix}"),
                 n,
                 t.wall_ms,
-                *ceiling,
+                t.ceiling_wall_ms,
                 t.trace_bytes,
                 t.processes,
                 t.max_rss_kb,
