@@ -119,11 +119,7 @@ pub fn run(options: &Options<'_>) -> Result<Outcome> {
                 apply(&receiver, &claimed, &mut decisions, options.variant).map_err(on_receiver)?;
             }
             _ if super::consumer_queue::claims_with_ack(options) => {
-                // One receiver transaction per batch; one ack for the claim.
-                let batches = claimed.chunks(options.batch);
-                for (batch, decided) in batches.zip(decisions.chunks_mut(options.batch)) {
-                    apply(&receiver, batch, decided, options.variant).map_err(on_receiver)?;
-                }
+                apply(&receiver, &claimed, &mut decisions, options.variant).map_err(on_receiver)?;
                 let claimed_next =
                     super::consumer_queue::ack_and_claim(&queue, &claimed, &decisions, options)
                         .map_err(on_queue)?;

@@ -1,14 +1,10 @@
 //! The consumer's statements on the queue: its claim, its ack, and both in one transaction.
-//!
-//! With batches of more than one delivery, the correct design claims `CLAIMS_SHARED` batches
-//! at once, applies them one receiver transaction per batch, then acks them all and claims
-//! the next ones in one queue commit: one queue fsync per `CLAIMS_SHARED` batches instead of
-//! two per batch. The order that makes the Inbox safe stays: a delivery is acked only after
-//! the receiver commit that applied it returned. A crash before the shared commit leaves the
-//! claimed deliveries unacked and the next unclaimed, exactly as a crash before an ack does;
-//! the deliveries it applied come again (after its lease, or at once to its own restart) and
-//! the Inbox absorbs them. Batch 1, the lab's own scenario and every explored case, keeps
-//! its claim, its receiver commit and its ack apart.
+//! With batches of more than one delivery, the correct design acks batch k and claims batch
+//! k+1 in one commit (one fsync instead of two). The order that makes the Inbox safe stays: batch k is acked only
+//! after the receiver commit that applied it returned. A crash before this commit leaves
+//! batch k unacked and k+1 unclaimed, exactly as a crash before the ack does; after it, batch
+//! k+1 is claimed under this consumer's lease, exactly as after a claim. Batch 1, the lab's
+//! own scenario and every explored case, keeps the two commits apart.
 
 use rusqlite::params;
 
@@ -19,20 +15,9 @@ use crate::crash;
 use crate::out;
 use crate::store::Db;
 
-/// Batches claimed together, and acked together, when claims go with acks.
-pub const CLAIMS_SHARED: usize = 4;
-
 /// Whether this run claims with its acks: the correct design with batches of more than one.
 pub fn claims_with_ack(options: &Options<'_>) -> bool {
     options.variant == Variant::Correct && options.batch > 1
-}
-
-/// Deliveries one claim takes.
-pub fn claim_limit(options: &Options<'_>) -> usize {
-    match claims_with_ack(options) {
-        true => options.batch * CLAIMS_SHARED,
-        false => options.batch,
-    }
 }
 
 /// Ack `claimed` as `decisions` say and claim the next deliveries, in one queue commit; the
@@ -89,7 +74,7 @@ pub(super) fn claim_rows(queue: &Db, options: &Options<'_>) -> rusqlite::Result<
                     options.consumer_id,
                     now.saturating_add(options.lease_ms),
                     now,
-                    claim_limit(options) as i64
+                    options.batch as i64
                 ],
                 |r| {
                     Ok(Delivery {
