@@ -3,6 +3,8 @@
 //! No test asserts a timing; each asserts effects that a broken design would get wrong.
 
 mod common;
+#[path = "tamper/support.rs"]
+mod support;
 use common::crashlab;
 
 use std::path::Path;
@@ -695,5 +697,80 @@ fn every_option_of_chaos_and_bench_has_help_text() {
             assert!(!text.is_empty(), "{command}: no help for '{line}'");
         }
         assert!(options >= 5, "{command}: {help}");
+    }
+}
+
+#[test]
+fn the_audit_reads_each_processs_events_and_names_the_file_it_disbelieves() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = crashlab(
+        dir.path(),
+        &[
+            "chaos",
+            "14",
+            "--messages",
+            "80",
+            "--consumers",
+            "2",
+            "--kills",
+            "4",
+            "--seed",
+            "5",
+            "--out",
+            "run",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", common::stderr(&out));
+    let run = dir.path().join("run");
+    let (code, text) = support::audit(&run);
+    assert_eq!(code, 0, "{text}");
+    let p: Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("processes.json")).unwrap())
+            .unwrap();
+    let procs = p["processes"].as_array().unwrap();
+    // A consumer that ended by itself after applying something.
+    let applied = procs
+        .iter()
+        .map(|x| x["step"].as_str().unwrap().to_string())
+        .find(|step| {
+            step.starts_with("consumer-")
+                && procs.iter().any(|x| x["step"] == *step && x["exit"] == 0)
+                && std::fs::read_to_string(run.join(format!("logs/{step}.events.jsonl")))
+                    .unwrap()
+                    .contains("\"applied\"")
+        })
+        .expect("a consumer that applied and exited 0");
+    let rel = format!("logs/{applied}.events.jsonl");
+    type Edit = Box<dyn Fn(&str) -> String>;
+    let edits: [(&str, Edit); 3] = [
+        (
+            "its end event dropped",
+            Box::new(|t: &str| {
+                let body = t.trim_end_matches('\n');
+                body[..body.rfind('\n').unwrap() + 1].to_string()
+            }),
+        ),
+        (
+            "one applied event written twice",
+            Box::new(|t: &str| {
+                let line = t.lines().find(|l| l.contains("\"applied\"")).unwrap();
+                t.replacen(line, &format!("{line}\n{line}"), 1)
+            }),
+        ),
+        ("emptied", Box::new(|_: &str| String::new())),
+    ];
+    for (what, edit) in edits {
+        let copy = dir.path().join("copy");
+        let _ = std::fs::remove_dir_all(&copy);
+        support::copy_dir(&run, &copy);
+        let text = std::fs::read_to_string(copy.join(&rel)).unwrap();
+        std::fs::write(copy.join(&rel), edit(&text)).unwrap();
+        support::rehash(&copy);
+        let (code, report) = support::audit(&copy);
+        assert_eq!(code, 1, "{what}: {report}");
+        assert!(
+            report.contains(&rel) || report.contains("chaos.json: check.applied_events"),
+            "{what}: {report}"
+        );
     }
 }

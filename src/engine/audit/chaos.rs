@@ -18,6 +18,7 @@ use crate::engine::files::FileRow;
 use crate::engine::load::chaos::{self as load_chaos, Options};
 use crate::engine::load::kills::{Kill, NEMESIS};
 use crate::engine::load::profile::LoadProfile;
+use crate::engine::load::roles::events_rel;
 use crate::engine::nemesis::Nemesis;
 use crate::engine::Lab;
 use crate::fail;
@@ -268,13 +269,11 @@ fn claims(
         tree.get(rel)
             .map(|b| String::from_utf8_lossy(b).into_owned())
     };
-    let (verdict, problems) = match load_chaos::verdict(
-        profile,
-        scratch.path(),
-        options,
-        &processes.processes,
-        &mut text,
-    ) {
+    let (events, event_problems) = load_chaos::gather(&processes.processes, &mut text);
+    for (step, problem) in &event_problems {
+        report.problem(&events_rel(step), format!("{step}: {problem}"));
+    }
+    let verdict = match profile.check(scratch.path(), &options.shape(), &events) {
         Ok(v) => v,
         Err(e) => {
             report.problem(
@@ -284,12 +283,19 @@ fn claims(
             return None;
         }
     };
-    for problem in &problems {
+    for problem in &verdict.problems {
         report.problem(
             "db/",
             format!("the kept databases and events show: {problem}"),
         );
     }
+    // In the order the run lists them (chaos::verdict).
+    let mut problems = verdict.problems.clone();
+    problems.extend(
+        event_problems
+            .iter()
+            .map(|(step, p)| format!("{step}: {p}")),
+    );
     let derived = match serde_json::to_value(&verdict) {
         Ok(v) => v,
         Err(e) => {

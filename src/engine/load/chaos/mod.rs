@@ -86,19 +86,19 @@ pub fn validate(profile: &dyn LoadProfile, o: &Options) -> Result<()> {
     Ok(())
 }
 
-/// Every process's events, judged one by one: all the events (for the lab's check) and one
-/// line per problem, naming the step. `text` reads a file of the run by its relative path.
+/// Every process's events, judged one by one: all the events (for the lab's check) and its
+/// problems as (step, line). `text` reads a file of the run by its relative path.
 pub fn gather(
     processes: &[crate::engine::evidence::Process],
     text: &mut dyn FnMut(&str) -> Option<String>,
-) -> (Vec<crate::events::Event>, Vec<String>) {
+) -> (Vec<crate::events::Event>, Vec<(String, String)>) {
     let mut all = Vec::new();
     let mut problems = Vec::new();
     for record in processes {
         let file = text(&roles::events_rel(&record.step));
         let (events, said) = lifecycle::read(record, file.as_deref());
         all.extend(events);
-        problems.extend(said.into_iter().map(|p| format!("{}: {p}", record.step)));
+        problems.extend(said.into_iter().map(|p| (record.step.clone(), p)));
     }
     (all, problems)
 }
@@ -115,7 +115,11 @@ pub fn verdict(
     let (events, event_problems) = gather(processes, text);
     let verdict = profile.check(work, &o.shape(), &events)?;
     let mut problems = verdict.problems.clone();
-    problems.extend(event_problems);
+    problems.extend(
+        event_problems
+            .iter()
+            .map(|(step, p)| format!("{step}: {p}")),
+    );
     Ok((verdict, problems))
 }
 
