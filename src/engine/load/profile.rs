@@ -110,6 +110,10 @@ pub trait LoadProfile: Sync {
     /// processes wrote (a bench run may give none).
     fn check(&self, work: &Path, shape: &Shape, events: &[Event]) -> Result<Verdict>;
 
+    /// The lines the human report prints for the lab's counts (`Verdict::check`), after the
+    /// kills and before the anomalies.
+    fn summary(&self, check: &serde_json::Value, shape: &Shape) -> Vec<String>;
+
     /// The lab's own checks of one role process's stdout in a run of `shape` (the audit's):
     /// values the seed determines, say. One line per problem.
     fn check_log(&self, stdout: &str, shape: &Shape) -> Vec<String>;

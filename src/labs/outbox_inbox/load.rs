@@ -160,6 +160,28 @@ impl LoadProfile for OutboxInboxLoad {
         super::load_check::check(work, shape, events)
     }
 
+    fn summary(&self, c: &serde_json::Value, shape: &Shape) -> Vec<String> {
+        vec![
+            format!(
+                "physical deliveries {} (duplicate deliveries {}), duplicates suppressed {}",
+                c["physical_deliveries"], c["duplicate_deliveries"], c["duplicates_suppressed"]
+            ),
+            format!(
+                "inbox {} of {}, ledger {} (expected {}), outbox pending {}, queue pending {}",
+                c["inbox"],
+                shape.messages,
+                c["ledger"],
+                c["ledger_expected"],
+                c["outbox_pending"],
+                c["queue_pending"]
+            ),
+            format!(
+                "events: applied {}, duplicates {}, rejected {}",
+                c["applied_events"], c["duplicate_events"], c["rejected_events"]
+            ),
+        ]
+    }
+
     fn check_log(&self, stdout: &str, shape: &Shape) -> Vec<String> {
         let amounts = crate::rng::amounts(shape.seed, shape.messages);
         super::load_amounts::seeded_amounts(stdout, &amounts)

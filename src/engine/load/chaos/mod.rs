@@ -189,7 +189,7 @@ pub fn run(
     if o.json {
         crate::say!("{}", serde_json::to_string(&report)?);
     } else {
-        report::print(&report);
+        report::print(lab, &report, &profile.summary(&report.check, &o.shape()));
     }
     Ok(if report.ok {
         fail::EXIT_OK

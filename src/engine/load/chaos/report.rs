@@ -172,11 +172,11 @@ fn anomalies(r: &Report) -> String {
         .join(", ")
 }
 
-pub fn print(r: &Report) {
-    let id = r.lab.split('-').next().unwrap_or(&r.lab);
+/// The report on stdout; `summary` holds the lab's lines for its counts.
+pub fn print(lab: &Lab, r: &Report, summary: &[String]) {
     crate::say!(
-        "chaos {id}: {} messages, {} consumers, batch {}, seed {}: {} of {} kills, {} processes, wall_ms {:.1}",
-        r.messages, r.consumers, r.batch, r.seed, r.kills_done, r.kills_requested, r.processes, r.wall_ms
+        "chaos {}: {} messages, {} consumers, batch {}, seed {}: {} of {} kills, {} processes, wall_ms {:.1}",
+        lab.id, r.messages, r.consumers, r.batch, r.seed, r.kills_done, r.kills_requested, r.processes, r.wall_ms
     );
     let by_role: Vec<String> = r
         .kills_by_role
@@ -186,15 +186,9 @@ pub fn print(r: &Report) {
     if !by_role.is_empty() {
         crate::say!("kills by role: {}", by_role.join(", "));
     }
-    let counts: Vec<String> = r
-        .check
-        .as_object()
-        .into_iter()
-        .flatten()
-        .filter(|(_, v)| v.is_number())
-        .map(|(k, v)| format!("{k} {v}"))
-        .collect();
-    crate::say!("check: {}", counts.join(", "));
+    for line in summary {
+        crate::say!("{line}");
+    }
     crate::say!("busy exits {}", r.busy_exits);
     crate::say!("anomalies: {}", anomalies(r));
     crate::say!(
