@@ -774,3 +774,42 @@ fn the_audit_reads_each_processs_events_and_names_the_file_it_disbelieves() {
         );
     }
 }
+
+#[test]
+fn a_publisher_crash_before_its_shared_mark_resends_at_most_four_batches_and_loses_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let (n, batch) = (40, 5);
+    let generate = Send::Generate { n, seed: 1 };
+    ok(d, &strs(&words(roles::sender(&FILES, generate, batch))));
+    let publisher = || roles::publisher(&FILES, batch, Variant::Correct);
+    // Three queue commits, then the crash: their rows wait for one shared mark.
+    let out = crashlab(
+        d,
+        &strs(&crashing(publisher(), "publisher.after-queue-commit@3")),
+    );
+    assert_eq!(out.status.code(), Some(73), "{}", common::stderr(&out));
+    let v = verify(d);
+    assert_eq!(v["queue"]["deliveries"], 15);
+    assert_eq!(
+        v["sender"]["outbox_pending"], n,
+        "no row is marked sent before the mark that follows its queue commit"
+    );
+    ok(d, &strs(&words(publisher())));
+    let consume = Consume { batch, ..CONSUME };
+    let (applied, duplicates) = consumed(&ok(d, &strs(&words(roles::consumer(&FILES, &consume)))));
+    let v = verify(d);
+    let deliveries = v["queue"]["deliveries"].as_u64().unwrap();
+    assert_eq!(applied, n as u64, "every message applied once: {v}");
+    assert_eq!(
+        duplicates,
+        deliveries - n as u64,
+        "each resend absorbed: {v}"
+    );
+    assert!(
+        (1..=4 * batch as u64).contains(&duplicates),
+        "a crash resends at most four batches: {duplicates}"
+    );
+    assert_eq!(v["sender"]["outbox_pending"], 0);
+    assert_eq!(v["receiver"]["inbox"], n);
+}
