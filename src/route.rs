@@ -316,8 +316,8 @@ pub fn run(command: Command) -> Result<i32> {
         }
         command @ Command::Chaos { .. } => {
             let (name, options) = command.into_chaos().expect("a chaos command");
-            crate::engine::load::check_lab(&name)?;
-            crate::engine::load::chaos::run(&options, recorded_args())
+            let (lab, profile) = crate::engine::load::profile(&name)?;
+            crate::engine::load::chaos::run(lab, profile, &options, recorded_args())
         }
         Command::Bench {
             lab: name,
@@ -327,14 +327,18 @@ pub fn run(command: Command) -> Result<i32> {
             runs,
             json,
         } => {
-            crate::engine::load::check_lab(&name)?;
-            crate::engine::load::bench::run(&crate::engine::load::bench::Options {
-                messages,
-                batch,
-                consumers,
-                runs,
-                json,
-            })
+            let (lab, profile) = crate::engine::load::profile(&name)?;
+            crate::engine::load::bench::run(
+                lab,
+                profile,
+                &crate::engine::load::bench::Options {
+                    messages,
+                    batch,
+                    consumers,
+                    runs,
+                    json,
+                },
+            )
         }
         Command::Explore(args) => engine::explore::command(&args, recorded_args()),
         Command::Digest { files, json } => {

@@ -3,15 +3,37 @@
 //! No test asserts a timing; each asserts effects that a broken design would get wrong.
 
 mod common;
+#[path = "tamper/support.rs"]
+mod support;
 use common::crashlab;
 
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use crashlab::crash::Mode;
+use crashlab::engine::nemesis;
+use crashlab::labs::outbox_inbox::roles::{self, Argv, Consume, Send, CONSUME, FILES};
+use crashlab::labs::outbox_inbox::variant::Variant;
 use serde_json::Value;
 
 const EXE: &str = env!("CARGO_BIN_EXE_crashlab");
+
+/// A role's argv from lab 14's typed builders, as words.
+fn words(argv: Argv) -> Vec<String> {
+    argv.into_vec()
+}
+
+/// The same role armed to crash (exit mode) at `point`.
+fn crashing(argv: Argv, point: &str) -> Vec<String> {
+    let mut words = argv.into_vec();
+    words.extend(nemesis::of_mode(Mode::Exit).arm(point));
+    words
+}
+
+fn strs(words: &[String]) -> Vec<&str> {
+    words.iter().map(String::as_str).collect()
+}
 
 fn ok(dir: &Path, args: &[&str]) -> String {
     let out = crashlab(dir, args);
@@ -85,19 +107,7 @@ fn last_json(stdout: &str) -> Value {
 }
 
 fn verify(dir: &Path) -> Value {
-    last_json(&ok(
-        dir,
-        &[
-            "verify",
-            "--sender",
-            "sender.db",
-            "--queue",
-            "queue.db",
-            "--receiver",
-            "receiver.db",
-            "--json",
-        ],
-    ))
+    last_json(&ok(dir, &strs(&words(roles::verify(&FILES, true, None)))))
 }
 
 /// `CONSUMED applied=A duplicates=D rejected=R` → (A, D).
@@ -204,51 +214,27 @@ fn consumers_racing_on_one_message_make_exactly_one_effect() {
     let d = dir.path();
     let deliveries = 24;
     let consumers = 4;
-    let enqueue = [
-        "enqueue",
-        "--queue",
-        "queue.db",
-        "--message",
-        "M1",
-        "--contract",
-        "R1",
-        "--amount",
-        "25",
-    ];
-    ok(d, &enqueue);
+    let enqueue = words(roles::enqueue(&FILES, "M1", "R1", 25));
+    ok(d, &strs(&enqueue));
     // Create the receiver file before the race (the crash comes before the claim commits).
-    let out = crashlab(
-        d,
-        &[
-            "consumer",
-            "--queue",
-            "queue.db",
-            "--receiver",
-            "receiver.db",
-            "--crash-at",
-            "consumer.before-claim-commit",
-        ],
+    let first = crashing(
+        roles::consumer(&FILES, &CONSUME),
+        "consumer.before-claim-commit",
     );
+    let out = crashlab(d, &strs(&first));
     assert_eq!(out.status.code(), Some(73));
     for _ in 1..deliveries {
-        ok(d, &enqueue);
+        ok(d, &strs(&enqueue));
     }
     let children: Vec<Running> = (1..=consumers)
         .map(|c| {
-            spawn(
-                d,
-                &[
-                    "consumer",
-                    "--queue",
-                    "queue.db",
-                    "--receiver",
-                    "receiver.db",
-                    "--consumer-id",
-                    &format!("c{c}"),
-                    "--batch",
-                    "1",
-                ],
-            )
+            let id = format!("c{c}");
+            let how = Consume {
+                consumer_id: Some(&id),
+                batch: 1,
+                ..CONSUME
+            };
+            spawn(d, &strs(&words(roles::consumer(&FILES, &how))))
         })
         .collect();
     let (mut applied, mut duplicates, mut races) = (0, 0, 0);
@@ -296,54 +282,32 @@ fn consumers_racing_on_one_message_make_exactly_one_effect() {
 
 /// One message applied, then delivered again after `delay`; the second consumer run cleans
 /// the Inbox with `retention_ms` first. Returns (ledger balance, credits).
-fn redelivery_after_retention(retention_ms: &str, delay: Duration) -> (i64, i64, String) {
+fn redelivery_after_retention(retention_ms: i64, delay: Duration) -> (i64, i64, String) {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    ok(
-        d,
-        &[
-            "sender",
-            "--db",
-            "sender.db",
-            "--contract",
-            "C1",
-            "--amount",
-            "25",
-            "--message",
-            "M1",
-        ],
-    );
+    let one = Send::One {
+        contract: "C1",
+        amount: 25,
+        message: "M1",
+    };
+    ok(d, &strs(&words(roles::sender(&FILES, one, 1))));
     // The publisher dies between its queue commit and its Outbox commit: M1 will go again.
+    let publisher = || roles::publisher(&FILES, 1, Variant::Correct);
     let out = crashlab(
         d,
-        &[
-            "publisher",
-            "--sender",
-            "sender.db",
-            "--queue",
-            "queue.db",
-            "--crash-at",
-            "publisher.after-queue-commit",
-        ],
+        &strs(&crashing(publisher(), "publisher.after-queue-commit")),
     );
     assert_eq!(out.status.code(), Some(73));
-    let consume = [
-        "consumer",
-        "--queue",
-        "queue.db",
-        "--receiver",
-        "receiver.db",
-    ];
-    let (applied, _) = consumed(&ok(d, &consume));
+    let consume = words(roles::consumer(&FILES, &CONSUME));
+    let (applied, _) = consumed(&ok(d, &strs(&consume)));
     assert_eq!(applied, 1);
     std::thread::sleep(delay);
-    ok(
-        d,
-        &["publisher", "--sender", "sender.db", "--queue", "queue.db"],
-    );
-    let mut args = consume.to_vec();
-    args.extend(["--inbox-retention-ms", retention_ms]);
-    let stdout = ok(d, &args);
+    ok(d, &strs(&words(publisher())));
+    let cleaning = Consume {
+        inbox_retention_ms: Some(retention_ms),
+        ..CONSUME
+    };
+    let stdout = ok(d, &strs(&words(roles::consumer(&FILES, &cleaning))));
     let v = verify(d);
     assert_eq!(v["queue"]["deliveries"], 2, "two physical deliveries: {v}");
     assert_eq!(v["queue"]["pending"], 0);
@@ -363,7 +327,7 @@ fn redelivery_after_retention(retention_ms: &str, delay: Duration) -> (i64, i64,
 
 #[test]
 fn inbox_retention_shorter_than_the_redelivery_delay_doubles_the_effect() {
-    let (balance, credits, stdout) = redelivery_after_retention("100", Duration::from_millis(400));
+    let (balance, credits, stdout) = redelivery_after_retention(100, Duration::from_millis(400));
     assert!(
         stdout.contains("inbox retention deleted 1 rows"),
         "{stdout}"
@@ -374,8 +338,7 @@ fn inbox_retention_shorter_than_the_redelivery_delay_doubles_the_effect() {
 
 #[test]
 fn inbox_retention_longer_than_the_redelivery_delay_keeps_one_effect() {
-    let (balance, credits, stdout) =
-        redelivery_after_retention("60000", Duration::from_millis(400));
+    let (balance, credits, stdout) = redelivery_after_retention(60_000, Duration::from_millis(400));
     assert!(
         stdout.contains("inbox retention deleted 0 rows"),
         "{stdout}"
@@ -392,46 +355,13 @@ fn two_publishers_on_one_outbox_lose_nothing_and_the_inbox_absorbs_duplicates() 
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let n = 400;
-    ok(
-        d,
-        &[
-            "sender",
-            "--db",
-            "sender.db",
-            "--generate",
-            &n.to_string(),
-            "--seed",
-            "3",
-            "--batch",
-            "50",
-        ],
-    );
+    let generate = Send::Generate { n, seed: 3 };
+    ok(d, &strs(&words(roles::sender(&FILES, generate, 50))));
     // The queue file exists before both start, so neither races to create it.
-    ok(
-        d,
-        &[
-            "enqueue",
-            "--queue",
-            "queue.db",
-            "--message",
-            "W0",
-            "--contract",
-            "W0",
-            "--amount",
-            "1",
-        ],
-    );
-    let publish = [
-        "publisher",
-        "--sender",
-        "sender.db",
-        "--queue",
-        "queue.db",
-        "--batch",
-        "5",
-    ];
-    let a = spawn(d, &publish);
-    let b = spawn(d, &publish);
+    ok(d, &strs(&words(roles::enqueue(&FILES, "W0", "W0", 1))));
+    let publish = words(roles::publisher(&FILES, 5, Variant::Correct));
+    let a = spawn(d, &strs(&publish));
+    let b = spawn(d, &strs(&publish));
     finish(a, "publisher a");
     finish(b, "publisher b");
     let queue = d.join("queue.db");
@@ -484,35 +414,20 @@ fn two_publishers_on_one_outbox_lose_nothing_and_the_inbox_absorbs_duplicates() 
         0
     );
     let consume = |c: &str| {
-        spawn(
-            d,
-            &[
-                "consumer",
-                "--queue",
-                "queue.db",
-                "--receiver",
-                "receiver.db",
-                "--consumer-id",
-                c,
-                "--batch",
-                "10",
-            ],
-        )
+        let how = Consume {
+            consumer_id: Some(c),
+            batch: 10,
+            ..CONSUME
+        };
+        spawn(d, &strs(&words(roles::consumer(&FILES, &how))))
     };
     // A receiver file first, then two consumers at once.
     let first = crashlab(
         d,
-        &[
-            "consumer",
-            "--queue",
-            "queue.db",
-            "--receiver",
-            "receiver.db",
-            "--batch",
-            "1",
-            "--crash-at",
+        &strs(&crashing(
+            roles::consumer(&FILES, &CONSUME),
             "consumer.after-ack",
-        ],
+        )),
     );
     assert_eq!(first.status.code(), Some(73));
     let (c1, c2) = (consume("c1"), consume("c2"));
@@ -576,7 +491,8 @@ fn bench_at_a_tiny_size_prints_well_formed_json() {
             "--json",
         ],
     );
-    let r = last_json(&out);
+    // The whole of stdout is one JSON document (the tables are not printed with --json).
+    let r: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
     assert_eq!(r["ok"], true, "{r}");
     assert_eq!(r["messages"], 60);
     let costs = r["phase_costs"].as_array().unwrap();
@@ -633,4 +549,267 @@ fn chaos_kills_a_hung_child_and_stops_at_its_deadline() {
         "{stdout} {stderr}"
     );
     assert!(started.elapsed() < Duration::from_secs(30), "bounded");
+}
+
+/// chaos.json as a reader of `--json` would take it: typed, every field it relies on.
+#[derive(serde::Deserialize)]
+struct ChaosJson {
+    lab: String,
+    ok: bool,
+    kills_done: usize,
+    processes: usize,
+    lost: i64,
+    duplicated: i64,
+    anomalies: Vec<crashlab::engine::jepsen::Found>,
+    bad_anomalies: Vec<crashlab::engine::jepsen::Found>,
+    check: Value,
+    problems: Vec<String>,
+}
+
+#[test]
+fn chaos_json_is_one_document_in_jepsens_words_with_events_for_every_process() {
+    use crashlab::engine::jepsen::Anomaly;
+    use crashlab::events::{self, Event};
+    let dir = tempfile::tempdir().unwrap();
+    let out = crashlab(
+        dir.path(),
+        &[
+            "chaos",
+            "14",
+            "--messages",
+            "150",
+            "--consumers",
+            "2",
+            "--kills",
+            "8",
+            "--seed",
+            "11",
+            "--batch",
+            "10",
+            "--json",
+            "--out",
+            "ev",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", common::stderr(&out));
+    // The whole of stdout is one JSON document: no table line before or after it.
+    let text = common::stdout(&out);
+    let r: ChaosJson = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"));
+    assert!(r.ok && r.problems.is_empty(), "{:?}", r.problems);
+    assert_eq!(r.lab, "14-outbox-inbox");
+    assert_eq!((r.lost, r.duplicated), (0, 0));
+    assert!(r.bad_anomalies.is_empty(), "{:?}", r.bad_anomalies);
+    // What the Inbox absorbed is reported, as allowed, one per redelivered message.
+    assert!(r
+        .anomalies
+        .iter()
+        .all(|f| f.anomaly == Anomaly::DuplicateDelivery));
+    let redelivered = r.check["duplicate_deliveries"].as_u64().unwrap() as usize;
+    assert!(
+        r.anomalies.len() <= redelivered,
+        "{} > {redelivered}",
+        r.anomalies.len()
+    );
+    assert_eq!(r.anomalies.is_empty(), redelivered == 0);
+    // The events agree with the files: one applied event per message at most, each message
+    // applied once in the ledger.
+    assert!(r.check["applied_events"].as_i64().unwrap() <= 150);
+    assert_eq!(r.check["inbox"], 150);
+    // Every process has its events: it started as its role; it ended with its exit, or the
+    // kill left it no end.
+    let p: Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.path().join("ev/processes.json")).unwrap(),
+    )
+    .unwrap();
+    let procs = p["processes"].as_array().unwrap();
+    assert_eq!(procs.len(), r.processes);
+    let mut applied = 0;
+    for x in procs {
+        let step = x["step"].as_str().unwrap();
+        let path = dir.path().join(format!("ev/logs/{step}.events.jsonl"));
+        let evs = events::read(&path).unwrap_or_else(|e| panic!("{step}: {e:#}"));
+        applied += evs
+            .iter()
+            .filter(|e| matches!(e, Event::Applied { .. }))
+            .count();
+        let role = x["argv"][1].as_str().unwrap();
+        if x["signal"].is_null() {
+            assert!(
+                matches!(&evs[0], Event::Start { role: r, .. } if r == role),
+                "{step}: {evs:?}"
+            );
+            assert_eq!(
+                evs.last(),
+                Some(&Event::End {
+                    code: x["exit"].as_i64().unwrap() as i32
+                }),
+                "{step}"
+            );
+        } else {
+            assert!(
+                !evs.iter().any(|e| matches!(e, Event::End { .. })),
+                "{step}: killed, yet an end event"
+            );
+        }
+    }
+    assert_eq!(applied as i64, r.check["applied_events"].as_i64().unwrap());
+    assert!(r.kills_done >= 1);
+}
+
+#[test]
+fn a_lab_without_a_load_profile_is_refused_naming_those_with_one() {
+    let dir = tempfile::tempdir().unwrap();
+    for command in ["chaos", "bench"] {
+        let out = crashlab(dir.path(), &[command, "13"]);
+        assert_eq!(out.status.code(), Some(2), "{command}");
+        let stderr = common::stderr(&out);
+        assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+        assert!(
+            stderr.contains("lab 13 (http-dispatch) has no load profile"),
+            "{stderr}"
+        );
+        assert!(stderr.contains("14 (outbox-inbox)"), "{stderr}");
+        assert!(common::stdout(&out).is_empty());
+    }
+}
+
+#[test]
+fn every_option_of_chaos_and_bench_has_help_text() {
+    let dir = tempfile::tempdir().unwrap();
+    for command in ["chaos", "bench"] {
+        let help = ok(dir.path(), &[command, "--help"]);
+        let lines: Vec<&str> = help.lines().map(str::trim_start).collect();
+        let is_option = |l: &str| l.starts_with("--") || l.starts_with('<') || l.starts_with("-h");
+        let mut options = 0;
+        for (i, line) in lines.iter().enumerate() {
+            if !is_option(line) || line.starts_with("-h") {
+                continue;
+            }
+            options += 1;
+            // `--name <NAME>  text` on one line, or the text on the next line.
+            let inline = line.split_once("  ").map_or("", |(_, t)| t.trim());
+            let next = lines.get(i + 1).copied().unwrap_or("");
+            let text = if inline.is_empty() && !is_option(next) {
+                next.trim()
+            } else {
+                inline
+            };
+            assert!(!text.is_empty(), "{command}: no help for '{line}'");
+        }
+        assert!(options >= 5, "{command}: {help}");
+    }
+}
+
+#[test]
+fn the_audit_reads_each_processs_events_and_names_the_file_it_disbelieves() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = crashlab(
+        dir.path(),
+        &[
+            "chaos",
+            "14",
+            "--messages",
+            "80",
+            "--consumers",
+            "2",
+            "--kills",
+            "4",
+            "--seed",
+            "5",
+            "--out",
+            "run",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", common::stderr(&out));
+    let run = dir.path().join("run");
+    let (code, text) = support::audit(&run);
+    assert_eq!(code, 0, "{text}");
+    let p: Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("processes.json")).unwrap())
+            .unwrap();
+    let procs = p["processes"].as_array().unwrap();
+    // A consumer that ended by itself after applying something.
+    let applied = procs
+        .iter()
+        .map(|x| x["step"].as_str().unwrap().to_string())
+        .find(|step| {
+            step.starts_with("consumer-")
+                && procs.iter().any(|x| x["step"] == *step && x["exit"] == 0)
+                && std::fs::read_to_string(run.join(format!("logs/{step}.events.jsonl")))
+                    .unwrap()
+                    .contains("\"applied\"")
+        })
+        .expect("a consumer that applied and exited 0");
+    let rel = format!("logs/{applied}.events.jsonl");
+    type Edit = Box<dyn Fn(&str) -> String>;
+    let edits: [(&str, Edit); 3] = [
+        (
+            "its end event dropped",
+            Box::new(|t: &str| {
+                let body = t.trim_end_matches('\n');
+                body[..body.rfind('\n').unwrap() + 1].to_string()
+            }),
+        ),
+        (
+            "one applied event written twice",
+            Box::new(|t: &str| {
+                let line = t.lines().find(|l| l.contains("\"applied\"")).unwrap();
+                t.replacen(line, &format!("{line}\n{line}"), 1)
+            }),
+        ),
+        ("emptied", Box::new(|_: &str| String::new())),
+    ];
+    for (what, edit) in edits {
+        let copy = dir.path().join("copy");
+        let _ = std::fs::remove_dir_all(&copy);
+        support::copy_dir(&run, &copy);
+        let text = std::fs::read_to_string(copy.join(&rel)).unwrap();
+        std::fs::write(copy.join(&rel), edit(&text)).unwrap();
+        support::rehash(&copy);
+        let (code, report) = support::audit(&copy);
+        assert_eq!(code, 1, "{what}: {report}");
+        assert!(
+            report.contains(&rel) || report.contains("chaos.json: check.applied_events"),
+            "{what}: {report}"
+        );
+    }
+}
+
+#[test]
+fn a_publisher_crash_before_its_shared_mark_resends_at_most_four_batches_and_loses_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let (n, batch) = (40, 5);
+    let generate = Send::Generate { n, seed: 1 };
+    ok(d, &strs(&words(roles::sender(&FILES, generate, batch))));
+    let publisher = || roles::publisher(&FILES, batch, Variant::Correct);
+    // Three queue commits, then the crash: their rows wait for one shared mark.
+    let out = crashlab(
+        d,
+        &strs(&crashing(publisher(), "publisher.after-queue-commit@3")),
+    );
+    assert_eq!(out.status.code(), Some(73), "{}", common::stderr(&out));
+    let v = verify(d);
+    assert_eq!(v["queue"]["deliveries"], 15);
+    assert_eq!(
+        v["sender"]["outbox_pending"], n,
+        "no row is marked sent before the mark that follows its queue commit"
+    );
+    ok(d, &strs(&words(publisher())));
+    let consume = Consume { batch, ..CONSUME };
+    let (applied, duplicates) = consumed(&ok(d, &strs(&words(roles::consumer(&FILES, &consume)))));
+    let v = verify(d);
+    let deliveries = v["queue"]["deliveries"].as_u64().unwrap();
+    assert_eq!(applied, n as u64, "every message applied once: {v}");
+    assert_eq!(
+        duplicates,
+        deliveries - n as u64,
+        "each resend absorbed: {v}"
+    );
+    assert!(
+        (1..=4 * batch as u64).contains(&duplicates),
+        "a crash resends at most four batches: {duplicates}"
+    );
+    assert_eq!(v["sender"]["outbox_pending"], 0);
+    assert_eq!(v["receiver"]["inbox"], n);
 }

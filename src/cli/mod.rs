@@ -305,20 +305,20 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Lab 14 under load: sender, publisher and K consumers at once, seeded random SIGKILLs
+    /// A lab under load (lab 14: sender, publisher and K consumers at once), seeded random SIGKILLs
     Chaos {
-        /// The lab (only 14 runs under load)
+        /// The lab, by number or name; it must have a load profile
         lab: String,
-        /// Contracts the sender writes, each one message through the pipeline
+        /// Business items to carry end to end (lab 14: contracts, one message each)
         #[arg(long, default_value_t = 1_000)]
         messages: usize,
-        /// Consumer processes running at once
+        /// Parallel workers of the last stage (lab 14: consumers)
         #[arg(long, default_value_t = 2)]
         consumers: usize,
-        /// SIGKILLs sent at seeded random moments to the pipeline's processes
+        /// SIGKILLs to send, at moments and to processes drawn from the seed
         #[arg(long, default_value_t = 20)]
         kills: usize,
-        /// Seed of the kill schedule and of the amounts (same seed, same schedule)
+        /// Seed of the items' values, the kill moments and the victims: the same seed replays the run
         #[arg(long, default_value_t = 1)]
         seed: u64,
         /// Rows per transaction for the sender, the publisher and the consumers
@@ -333,30 +333,30 @@ pub enum Command {
         /// The whole run, recovery included
         #[arg(long, default_value_t = 600_000)]
         timeout_ms: u64,
-        /// Print the report as one JSON object
+        /// Print the report as one JSON document on stdout (progress stays on stderr)
         #[arg(long)]
         json: bool,
         /// Evidence directory (must not exist): processes.json, chaos.json, logs/, db/
         #[arg(long, value_name = "DIR")]
         out: Option<PathBuf>,
     },
-    /// Lab 14 costs: per-phase process cost, stage throughput, end to end, plain-insert ceiling
+    /// A lab's costs: per-phase process cost, stage throughput, end to end, plain-insert ceiling
     Bench {
-        /// The lab (only 14 has a benchmark)
+        /// The lab, by number or name; it must have a load profile
         lab: String,
-        /// Messages through the pipeline for the throughput figures
+        /// Business items each stage carries (lab 14: contracts, one message each)
         #[arg(long, default_value_t = 10_000)]
         messages: usize,
-        /// Rows per transaction for the sender, the publisher and the consumers
+        /// Rows per transaction, for every role and for the ceiling
         #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=10_000))]
         batch: u32,
-        /// Consumer processes running at once
+        /// Parallel workers of the last stage (lab 14: consumers)
         #[arg(long, default_value_t = 4)]
         consumers: usize,
         /// Runs of each phase for the per-phase process cost (the median is reported)
         #[arg(long, default_value_t = 11)]
         runs: usize,
-        /// Print the figures as one JSON object
+        /// Print the figures as one JSON document on stdout (progress stays on stderr)
         #[arg(long)]
         json: bool,
     },

@@ -39,6 +39,8 @@ pub struct Lab {
     /// The subcommands that run its roles, in protocol order (`crashlab --help` groups them
     /// under the lab).
     pub roles: &'static [&'static str],
+    /// What `chaos` and `bench` run, for a lab that can be put under load.
+    pub load: Option<&'static dyn load::profile::LoadProfile>,
 }
 
 impl Lab {

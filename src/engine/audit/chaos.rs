@@ -5,23 +5,26 @@
 //! re-derived from those databases by the check the run used, on a private copy.
 
 use std::collections::BTreeMap;
-use std::path::Path;
 
 use serde_json::{json, Value};
 
+use super::chaos_kept::kept;
 use super::chaos_logs;
 use super::command::{self, Parsed};
 use super::tree::Tree;
-use super::{sequence, Report, CHAOS, KILLS};
+use super::{Report, CHAOS, KILLS};
 use crate::engine::evidence::{self, Processes};
 use crate::engine::files::FileRow;
-use crate::engine::files::SIDE_SUFFIXES;
-use crate::engine::load::pipeline::Kill;
+use crate::engine::load::chaos::{self as load_chaos, Options};
+use crate::engine::load::kills::{Kill, NEMESIS};
+use crate::engine::load::profile::LoadProfile;
+use crate::engine::load::roles::events_rel;
+use crate::engine::nemesis::Nemesis;
+use crate::engine::Lab;
 use crate::fail;
 
 const P: &str = evidence::PROCESSES;
 const F: &str = evidence::DATABASE_FILES;
-const DATABASES: [&str; 3] = ["sender.db", "queue.db", "receiver.db"];
 
 const ATTESTED: &str = "processes.json wall_ms, max_rss_kb, total_wall_ms, git, crashlab_version, \
 sqlite_version, the --out of command; chaos.json wall_ms; kills.json progress_units, since_start_ms";
@@ -39,13 +42,14 @@ pub(super) fn check_chaos(report: &mut Report, tree: &Tree) {
     let kills = kills.unwrap_or_default();
     report.lab = Some(processes.lab.clone());
     report.processes = processes.processes.len();
-    let options = match command::parse(&processes.command) {
-        Ok(Parsed::Chaos(c)) => {
-            if let Err(e) = crate::engine::load::check_lab(&c.lab) {
+    let (lab, profile, options) = match command::parse(&processes.command) {
+        Ok(Parsed::Chaos(c)) => match crate::engine::load::profile(&c.lab) {
+            Ok((lab, profile)) => (lab, profile, c.options),
+            Err(e) => {
                 report.problem(P, format!("command: {}", fail::one_line(&e)));
+                return;
             }
-            c.options
-        }
+        },
         Ok(Parsed::Driver(_)) => {
             report.problem(P, "command is a driver run; these are a chaos run's files");
             return;
@@ -55,13 +59,17 @@ pub(super) fn check_chaos(report: &mut Report, tree: &Tree) {
             return;
         }
     };
-    if processes.lab != "14-outbox-inbox" {
+    if processes.lab != lab.full_name() {
         report.problem(
             P,
-            format!("lab '{}'; chaos runs 14-outbox-inbox", processes.lab),
+            format!(
+                "lab '{}'; the command runs {}",
+                processes.lab,
+                lab.full_name()
+            ),
         );
     }
-    if processes.crash_mode != "sigkill" || !processes.moved_crashes.is_empty() {
+    if processes.crash_mode != NEMESIS.name() || !processes.moved_crashes.is_empty() {
         report.problem(
             P,
             "chaos kills with SIGKILL and moves no crash (crash_mode, moved_crashes)",
@@ -77,12 +85,14 @@ pub(super) fn check_chaos(report: &mut Report, tree: &Tree) {
         );
     }
     super::run::pinned_pragmas(report, &processes);
-    let mut files = chaos_logs::check_processes(report, tree, &options, &processes, &kills);
-    chaos_logs::check_kills(report, &options, &processes, &kills);
+    let mut files =
+        chaos_logs::check_processes(report, tree, lab, profile, &options, &processes, &kills);
+    chaos_logs::check_kills(report, profile, &options, &processes, &kills);
     exits(report, &processes, &kills);
-    let derived_problems = claims(report, tree, &options, &chaos);
+    let derived_problems = claims(report, tree, lab, profile, &options, &processes, &chaos);
     report_fields(
         report,
+        lab,
         &options,
         &processes,
         &kills,
@@ -90,7 +100,7 @@ pub(super) fn check_chaos(report: &mut Report, tree: &Tree) {
         derived_problems,
     );
     if let Some(rows) = &rows {
-        files.extend(kept(report, tree, rows));
+        files.extend(kept(report, tree, profile.databases(), rows));
     }
     for name in [evidence::MANIFEST, P, CHAOS, KILLS, F] {
         files.insert(name.to_string());
@@ -109,7 +119,7 @@ fn exits(report: &mut Report, processes: &Processes, kills: &[Kill]) {
     for record in &processes.processes {
         let by_driver = kills.iter().any(|k| k.landed && k.step == record.step);
         let expected_exit = if by_driver {
-            128 + libc::SIGKILL
+            NEMESIS.expected_exit()
         } else {
             fail::EXIT_OK
         };
@@ -132,7 +142,8 @@ fn exits(report: &mut Report, processes: &Processes, kills: &[Kill]) {
 /// chaos.json's fields that follow from the command, processes.json and kills.json.
 fn report_fields(
     report: &mut Report,
-    options: &crate::engine::load::chaos::Options,
+    lab: &Lab,
+    options: &Options,
     processes: &Processes,
     kills: &[Kill],
     chaos: &Value,
@@ -146,7 +157,11 @@ fn report_fields(
     let busy = count(&|p| !killed(p) && !p.timed_out && p.exit == fail::EXIT_LOCKED);
     let timed_out = count(&|p| p.timed_out);
     let unexpected = count(&|p| {
-        let expected = if killed(p) { 128 + libc::SIGKILL } else { 0 };
+        let expected = if killed(p) {
+            NEMESIS.expected_exit()
+        } else {
+            fail::EXIT_OK
+        };
         !p.timed_out && p.exit != fail::EXIT_LOCKED && p.exit != expected
     });
     let mut by_role: BTreeMap<String, usize> = BTreeMap::new();
@@ -154,7 +169,7 @@ fn report_fields(
         *by_role.entry(k.role.clone()).or_insert(0) += 1;
     }
     let mut expected = vec![
-        ("lab", json!("14-outbox-inbox")),
+        ("lab", json!(lab.full_name())),
         ("seed", json!(options.seed)),
         ("messages", json!(options.messages)),
         ("consumers", json!(options.consumers)),
@@ -168,28 +183,14 @@ fn report_fields(
         ("busy_exits", json!(busy)),
         ("unexpected_exits", json!(unexpected)),
         ("timed_out", json!(timed_out)),
-        (
-            "replay",
-            json!(crate::engine::load::chaos::replay_command(options)),
-        ),
+        ("replay", json!(load_chaos::replay_command(lab, options))),
         (
             "evidence",
             json!(options.out.as_deref().map(evidence::recorded_path)),
         ),
     ];
     if let Some(mut problems) = check_problems {
-        if unexpected > 0 {
-            problems.push(format!(
-                "{} exited with an unexpected code (see processes.json)",
-                crate::out::plural(unexpected, "process", "processes")
-            ));
-        }
-        if timed_out > 0 {
-            problems.push(format!(
-                "{} hung past --process-timeout-ms (killed)",
-                crate::out::plural(timed_out, "process", "processes")
-            ));
-        }
+        problems.extend(load_chaos::run_problems(unexpected, timed_out));
         expected.push(("ok", json!(problems.is_empty())));
         expected.push(("problems", json!(problems)));
     }
@@ -199,7 +200,8 @@ fn report_fields(
     let known: Vec<&str> = expected
         .iter()
         .map(|(key, _)| *key)
-        .chain(["wall_ms", "check", "ok", "problems"])
+        .chain(CLAIMS)
+        .chain(["wall_ms", "ok", "problems"])
         .collect();
     for key in chaos.as_object().into_iter().flat_map(|m| m.keys()) {
         if !known.contains(&key.as_str()) {
@@ -219,12 +221,18 @@ fn report_fields(
     }
 }
 
-/// The claims of chaos.json re-derived from the kept databases (a private copy of them);
-/// returns the problems the check finds, for chaos.json's own `problems`.
+/// The fields of chaos.json that the lab's check derives from the files and the events.
+const CLAIMS: [&str; 5] = ["check", "anomalies", "bad_anomalies", "lost", "duplicated"];
+
+/// The claims of chaos.json re-derived from the kept databases (a private copy of them) and
+/// the kept events; returns the problems the check finds, for chaos.json's own `problems`.
 fn claims(
     report: &mut Report,
     tree: &Tree,
-    options: &crate::engine::load::chaos::Options,
+    lab: &Lab,
+    profile: &dyn LoadProfile,
+    options: &Options,
+    processes: &Processes,
     chaos: &Value,
 ) -> Option<Vec<String>> {
     let scratch = match tempfile::tempdir() {
@@ -234,7 +242,7 @@ fn claims(
             return None;
         }
     };
-    for db in DATABASES {
+    for db in profile.databases() {
         for suffix in ["", "-wal"] {
             let rel = format!("db/{db}{suffix}");
             match tree.get(&rel) {
@@ -257,50 +265,71 @@ fn claims(
             }
         }
     }
-    let check =
-        match crate::engine::load::chaos::check(scratch.path(), options.messages, options.seed) {
-            Ok(c) => c,
-            Err(e) => {
-                report.problem(
-                    "db/",
-                    format!("cannot read the databases: {}", fail::one_line(&e)),
-                );
-                return None;
-            }
-        };
-    for problem in &check.problems {
+    let mut text = |rel: &str| {
+        tree.get(rel)
+            .map(|b| String::from_utf8_lossy(b).into_owned())
+    };
+    let (events, event_problems) = load_chaos::gather(&processes.processes, &mut text);
+    for (step, problem) in &event_problems {
+        report.problem(&events_rel(step), format!("{step}: {problem}"));
+    }
+    let verdict = match profile.check(scratch.path(), &options.shape(), &events) {
+        Ok(v) => v,
+        Err(e) => {
+            report.problem(
+                "db/",
+                format!("cannot read the databases: {}", fail::one_line(&e)),
+            );
+            return None;
+        }
+    };
+    for problem in &verdict.problems {
         report.problem(
-            "db/receiver.db",
-            format!("the kept databases show: {problem}"),
+            "db/",
+            format!("the kept databases and events show: {problem}"),
         );
     }
-    let derived = match serde_json::to_value(&check) {
+    // In the order the run lists them (chaos::verdict).
+    let mut problems = verdict.problems.clone();
+    problems.extend(
+        event_problems
+            .iter()
+            .map(|(step, p)| format!("{step}: {p}")),
+    );
+    let derived = match serde_json::to_value(&verdict) {
         Ok(v) => v,
         Err(e) => {
             report.problem(CHAOS, format!("{e}"));
             return None;
         }
     };
-    let recorded = &chaos["check"];
-    let keys: std::collections::BTreeSet<&String> = derived
-        .as_object()
-        .into_iter()
-        .chain(recorded.as_object())
-        .flat_map(|m| m.keys())
-        .collect();
-    for key in keys {
-        if recorded[key] != derived[key] {
-            report.problem(
+    for claim in CLAIMS {
+        let (recorded, derived) = (&chaos[claim], &derived[claim]);
+        match (recorded.as_object(), derived.as_object()) {
+            (Some(r), Some(d)) => {
+                let keys: std::collections::BTreeSet<&String> = d.keys().chain(r.keys()).collect();
+                for key in keys {
+                    if recorded[key] != derived[key] {
+                        report.problem(
+                            CHAOS,
+                            format!(
+                                "{claim}.{key} is {}, the kept databases give {}",
+                                recorded[key], derived[key]
+                            ),
+                        );
+                    }
+                }
+            }
+            _ if recorded != derived => report.problem(
                 CHAOS,
-                format!(
-                    "check.{key} is {}, the kept databases give {}",
-                    recorded[key], derived[key]
-                ),
-            );
+                format!("{claim} is {recorded}, the kept databases and events give {derived}"),
+            ),
+            _ => {}
         }
     }
     report.summary = format!(
-        "chaos 14, {}, {}, {}, {} lost, {} duplicated, claims, hashes",
+        "chaos {}, {}, {}, {}, {} lost, {} duplicated, claims, hashes",
+        lab.id,
         crate::out::plural(options.messages, "message", "messages"),
         crate::out::plural(
             chaos["processes"].as_u64().unwrap_or(0),
@@ -308,80 +337,8 @@ fn claims(
             "processes"
         ),
         crate::out::plural(chaos["kills_done"].as_u64().unwrap_or(0), "kill", "kills"),
-        check.lost_effects,
-        check.duplicated_effects
+        verdict.lost,
+        verdict.duplicated
     );
-    Some(check.problems)
-}
-
-/// database-files.json against the kept files: one row per database then its side files,
-/// each the bytes kept and, for a database, the rows kept. Returns the files it covers.
-fn kept(report: &mut Report, tree: &Tree, rows: &[FileRow]) -> Vec<String> {
-    let mut want = Vec::new();
-    for db in DATABASES {
-        want.push(format!("db/{db}"));
-        for suffix in SIDE_SUFFIXES {
-            let side = format!("db/{db}{suffix}");
-            if tree.has_file(&side) {
-                want.push(side);
-            }
-        }
-    }
-    let found: Vec<String> = rows.iter().map(|r| r.file.clone()).collect();
-    for d in sequence::differences(&want, &found, 10) {
-        report.problem(F, format!("rows: {d}"));
-    }
-    for r in rows {
-        let at = format!("{} after {}", r.file, r.after_step);
-        if r.scenario != "chaos" || r.after_step != "final" {
-            report.problem(
-                F,
-                format!("{at}: a chaos run has one snapshot, chaos/final"),
-            );
-        }
-        let Some(bytes) = tree.get(&r.file) else {
-            if r.exists {
-                report.problem(F, format!("{at}: listed as existing, but not kept"));
-            }
-            continue;
-        };
-        use sha2::{Digest, Sha256};
-        let sha = crate::labs::outbox_inbox::model::hex(&Sha256::digest(bytes));
-        if !r.exists || r.bytes != bytes.len() as u64 || r.sha256.as_deref() != Some(sha.as_str()) {
-            report.problem(
-                F,
-                format!(
-                    "{at}: the row is not the kept file ({} bytes, sha256 {sha})",
-                    bytes.len()
-                ),
-            );
-        }
-        let logical = if DATABASES.iter().any(|db| r.file == format!("db/{db}")) {
-            let wal = tree.get(&format!("{}-wal", r.file));
-            match super::kept::logical_sha256(bytes, wal) {
-                Ok(d) => Some(d),
-                Err(e) => {
-                    report.problem(&r.file, format!("not a readable database: {e:#}"));
-                    continue;
-                }
-            }
-        } else {
-            None
-        };
-        if r.logical_sha256 != logical {
-            report.problem(
-                F,
-                format!("{at}: logical_sha256 is not the kept file's rows"),
-            );
-        }
-    }
-    // The -shm wal-index beside each database is housekeeping, kept but not recorded.
-    let shm = DATABASES
-        .iter()
-        .map(|db| format!("db/{db}-shm"))
-        .filter(|f| tree.has_file(f));
-    want.into_iter()
-        .filter(|f| Path::new(f).starts_with("db"))
-        .chain(shm)
-        .collect()
+    Some(problems)
 }

@@ -5,77 +5,55 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::chaos_amounts::seeded_amounts;
 use super::output::{self, Ran, Which};
 use super::tree::Tree;
 use super::{Report, KILLS};
 use crate::engine::evidence::{self, Processes};
+use crate::engine::load::chaos::Options;
+use crate::engine::load::kills::{self, Kill, NEMESIS};
 use crate::engine::load::pipeline::{self, Plan, LOGS};
-use crate::engine::load::roles::{role_argv, Kind};
+use crate::engine::load::profile::LoadProfile;
+use crate::engine::load::roles::events_rel;
+use crate::engine::nemesis::Nemesis;
+use crate::engine::Lab;
 
 const P: &str = evidence::PROCESSES;
-/// Problems reported per log for its amounts: one is enough to fail, a few say which.
+/// Problems reported per log for its seeded values: one is enough to fail, a few say which.
 const AMOUNT_PROBLEMS_MAX: usize = 3;
 
-use crate::engine::load::pipeline::Kill;
-
 /// The roles a run of `options` starts, by name, with their argv after `crashlab`.
-fn roles(options: &crate::engine::load::chaos::Options) -> BTreeMap<String, (Kind, Vec<String>)> {
+fn roles(profile: &dyn LoadProfile, options: &Options) -> BTreeMap<String, Vec<String>> {
     let plan = Plan {
-        messages: options.messages,
-        consumers: options.consumers,
-        batch: options.batch,
-        seed: options.seed,
-        lease_ms: options.lease_ms,
+        shape: options.shape(),
         kill_at: Vec::new(),
         process_timeout: std::time::Duration::from_millis(options.process_timeout_ms),
         deadline: std::time::Duration::from_millis(options.timeout_ms),
-        // chaos always traces: the logs are the evidence.
+        // chaos always traces and writes events: the logs are the evidence.
         trace: true,
+        events: true,
     };
-    let mut roles = BTreeMap::new();
-    roles.insert(
-        "sender".to_string(),
-        (Kind::Sender, role_argv(Kind::Sender, &plan, 0)),
-    );
-    roles.insert(
-        "publisher".to_string(),
-        (Kind::Publisher, role_argv(Kind::Publisher, &plan, 0)),
-    );
-    for c in 1..=options.consumers {
-        roles.insert(
-            format!("consumer-c{c}"),
-            (Kind::Consumer, role_argv(Kind::Consumer, &plan, c)),
-        );
-    }
-    roles
-}
-
-/// The last line of a role that ended with exit 0.
-fn summary(kind: Kind) -> &'static str {
-    match kind {
-        Kind::Sender => "SENT ",
-        Kind::Publisher => "PUBLISHED ",
-        Kind::Consumer => "CONSUMED ",
-    }
+    pipeline::roles(profile, &plan)
+        .into_iter()
+        .map(|role| (role.name, role.argv))
+        .collect()
 }
 
 /// Check every process and its logs; returns the log files they account for.
 pub(super) fn check_processes(
     report: &mut Report,
     tree: &Tree,
-    options: &crate::engine::load::chaos::Options,
+    lab: &Lab,
+    profile: &dyn LoadProfile,
+    options: &Options,
     processes: &Processes,
     kills: &[Kill],
 ) -> BTreeSet<String> {
-    let roles = roles(options);
-    let amounts = crate::rng::amounts(options.seed, options.messages);
+    let roles = roles(profile, options);
     let landed: BTreeSet<&str> = kills
         .iter()
         .filter(|k| k.landed)
         .map(|k| k.step.as_str())
         .collect();
-    let lab = crate::labs::find("14").expect("chaos runs lab 14");
     let mut preparer = super::statements::Preparer::new(&super::statements::schemas(lab))
         .expect("the lab's own schemas load into an in-memory database");
     let mut runs: BTreeMap<&str, Vec<u32>> = BTreeMap::new();
@@ -89,7 +67,7 @@ pub(super) fn check_processes(
             );
             continue;
         };
-        let Some((kind, argv)) = roles.get(role) else {
+        let Some(argv) = roles.get(role) else {
             report.problem(
                 P,
                 format!("{at}: role {role} is not one the command starts"),
@@ -122,7 +100,7 @@ pub(super) fn check_processes(
         }
         let killed = landed.contains(record.step.as_str());
         let (expected_exit, crash_mode) = if killed {
-            (128 + libc::SIGKILL, Some("sigkill".to_string()))
+            (NEMESIS.expected_exit(), Some(NEMESIS.name().to_string()))
         } else {
             (0, None)
         };
@@ -170,6 +148,15 @@ pub(super) fn check_processes(
         }
         logs.insert(out_rel.clone());
         logs.insert(err_rel.clone());
+        // Its events are judged with the lab's check (chaos.rs, `claims`); here only kept.
+        let events = events_rel(&record.step);
+        if !tree.has_file(&events) {
+            report.problem(
+                &events,
+                format!("{at}: missing: chaos gives every process its events file"),
+            );
+        }
+        logs.insert(events);
         let stdout = tree.text(report, &out_rel);
         let stderr = tree.text(report, &err_rel);
         let (Some(stdout), Some(stderr)) = (stdout, stderr) else {
@@ -183,25 +170,7 @@ pub(super) fn check_processes(
             stdout: &stdout,
             stderr: &stderr,
         };
-        let mut problems = output::check(
-            &ran,
-            crate::labs::outbox_inbox::points::POINTS,
-            &processes.pragmas,
-        );
-        if record.exit == 0
-            && !stdout
-                .lines()
-                .last()
-                .is_some_and(|l| l.starts_with(summary(*kind)))
-        {
-            problems.push((
-                Which::Stdout,
-                format!(
-                    "exit 0, yet the last line is not its '{}…' line",
-                    summary(*kind)
-                ),
-            ));
-        }
+        let mut problems = output::check(&ran, lab.points, &processes.pragmas);
         for text in preparer.check(&stdout) {
             problems.push((Which::Stdout, text));
         }
@@ -219,7 +188,8 @@ pub(super) fn check_processes(
                 format!("line {}: '{line}' is not a line a role prints", index + 1),
             ));
         }
-        for text in seeded_amounts(&stdout, &amounts)
+        for text in profile
+            .check_log(&stdout, &options.shape())
             .into_iter()
             .take(AMOUNT_PROBLEMS_MAX)
         {
@@ -252,11 +222,13 @@ pub(super) fn check_processes(
 /// moments are the seed's, a retry follows only a kill that missed.
 pub(super) fn check_kills(
     report: &mut Report,
-    options: &crate::engine::load::chaos::Options,
+    profile: &dyn LoadProfile,
+    options: &Options,
     processes: &Processes,
     kills: &[Kill],
 ) {
-    let (schedule, _) = pipeline::kill_schedule(options.seed, options.messages, options.kills);
+    let (schedule, _) =
+        kills::schedule(options.seed, profile.units(options.messages), options.kills);
     let mut next = 0usize;
     let mut retries_owed = 0usize;
     let mut named = BTreeSet::new();

@@ -12,7 +12,7 @@
 //! prove are listed as attested.
 
 mod chaos;
-mod chaos_amounts;
+mod chaos_kept;
 mod chaos_logs;
 mod command;
 mod database;

@@ -1,20 +1,42 @@
-//! Lab 14 under load: many messages, concurrent roles, seeded random kills (`chaos`), and
-//! the cost of it all against plain SQLite inserts (`bench`).
+//! A lab under load: many items, concurrent roles, seeded random kills (`chaos`), and the
+//! cost of it all against plain inserts (`bench`). Which roles run and what "nothing lost,
+//! nothing doubled" means come from the lab's load profile; everything here is generic.
 
 pub mod bench;
 pub mod chaos;
+pub mod kills;
+pub mod lifecycle;
 pub mod pipeline;
+pub mod profile;
 pub mod progress;
 pub mod roles;
 
-/// Chaos and bench exist for lab 14 only; another known lab is refused by name.
-pub fn check_lab(name: &str) -> anyhow::Result<()> {
+use crate::engine::Lab;
+use profile::LoadProfile;
+
+/// The lab named `name` and its load profile; a lab without one is refused in one line that
+/// names the labs that have one.
+pub fn profile(name: &str) -> anyhow::Result<(&'static Lab, &'static dyn LoadProfile)> {
     let lab = crate::labs::find(name)?;
-    if lab.id != "14" {
-        return Err(crate::fail::usage(format!(
-            "chaos and bench run lab 14 (outbox-inbox), not lab {}",
-            lab.id
-        )));
+    match lab.load {
+        Some(profile) => Ok((lab, profile)),
+        None => {
+            let with: Vec<String> = crate::labs::LABS
+                .iter()
+                .filter(|l| l.load.is_some())
+                .map(|l| format!("{} ({})", l.id, l.slug))
+                .collect();
+            Err(crate::fail::usage(format!(
+                "lab {} ({}) has no load profile; chaos and bench run {}",
+                lab.id,
+                lab.slug,
+                with.join(", ")
+            )))
+        }
     }
-    Ok(())
+}
+
+/// Refuse a lab without a load profile (the same one line as `profile`).
+pub fn check_lab(name: &str) -> anyhow::Result<()> {
+    profile(name).map(|_| ())
 }

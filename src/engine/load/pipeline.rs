@@ -1,33 +1,28 @@
-//! The pipeline under load: a sender, one publisher and K consumers as real processes on the
-//! three files at once, each restarted when it exits while work remains, with an optional
-//! seeded kill schedule. `chaos` runs it with kills, `bench` without, to time end to end.
+//! A lab under load: its roles (from its load profile) as real processes on its files at
+//! once, each restarted when it exits while work remains, with an optional seeded kill
+//! schedule. `chaos` runs it with kills, `bench` without, to time end to end.
 //!
 //! A role that exits 0 had nothing left to do at that moment (a consumer found the queue
 //! empty while the publisher was still running, say); it is started again after a short
-//! pause while its upstream may still produce. A role the driver killed is started again at
-//! once. The run ends at quiescence: every contract written, no Outbox row pending, no
-//! delivery pending, no process running.
+//! pause while its upstream may still produce. A role the engine killed is started again at
+//! once. The run ends at quiescence: the watcher sees no work for any role, and no process
+//! is running.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
-use rusqlite::OptionalExtension;
 use serde::Serialize;
 
 use crate::engine::evidence::Process;
-use crate::engine::load::roles::{first_line, reap, role_argv, spawn, stop_all, Kind, Role};
+use crate::engine::load::kills::{self, Kill, NEMESIS};
+use crate::engine::load::profile::{LoadProfile, Observed, Shape};
+use crate::engine::load::roles::{first_line, spawn, stop_all, with_trace, Role, Running};
+use crate::engine::nemesis::Nemesis;
+use crate::engine::process::{self, Ended};
 use crate::fail;
-use crate::labs::outbox_inbox::schema::{QUEUE, RECEIVER, SENDER};
-use crate::rng::SplitMix64;
-use crate::store::{self, Access, Db};
 
-/// The three files, relative to the work directory (children run there).
-pub const SENDER_DB: &str = "sender.db";
-pub const QUEUE_DB: &str = "queue.db";
-pub const RECEIVER_DB: &str = "receiver.db";
-
-/// How often the driver looks at the processes and the files.
+/// How often the engine looks at the processes and the files.
 const POLL: Duration = Duration::from_millis(3);
 /// Pause before starting again a role that exited 0 (work it could not take yet, such as
 /// deliveries another consumer holds, is not asked for in a busy loop).
@@ -36,15 +31,13 @@ pub const IDLE_RESTART: Duration = Duration::from_millis(10);
 /// be spawned at all) stops the run: on a full disk every restart fails the same way, and
 /// restarting it until the deadline would only fill the logs.
 pub const FAILED_STARTS_MAX: u32 = 5;
+/// Children's logs and events, under the run directory.
+pub const LOGS: &str = "logs";
 
 #[derive(Debug, Clone)]
 pub struct Plan {
-    pub messages: usize,
-    pub consumers: usize,
-    pub batch: u32,
-    pub seed: u64,
-    pub lease_ms: i64,
-    /// Kill moments, in progress units (contracts + sent + applied, 0 to 3N), ascending.
+    pub shape: Shape,
+    /// Kill moments, in progress units, ascending.
     pub kill_at: Vec<u64>,
     /// A child running longer than this is killed and recorded as timed out.
     pub process_timeout: Duration,
@@ -52,111 +45,8 @@ pub struct Plan {
     pub deadline: Duration,
     /// The roles print their SQL trace (always, except in bench's measure of its cost).
     pub trace: bool,
-}
-
-/// The kill moments for `kills` kills over `messages` messages, from the seed alone. They lie
-/// in the first 95% of the work, so each one finds a role still at work.
-pub fn kill_schedule(seed: u64, messages: usize, kills: usize) -> (Vec<u64>, SplitMix64) {
-    // A stream of its own, so the amounts (rng::amounts(seed, ..)) and the kills never overlap.
-    let mut rng = SplitMix64::new(seed ^ 0x6b69_6c6c_7363_6864);
-    let units = 3 * messages as u64;
-    let high = (units * 95 / 100).max(1) - 1;
-    let mut at: Vec<u64> = (0..kills).map(|_| rng.range(0, high)).collect();
-    at.sort_unstable();
-    (at, rng)
-}
-
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
-pub struct Progress {
-    pub contracts: u64,
-    pub outbox_pending: u64,
-    pub outbox_sent: u64,
-    pub queue_pending: u64,
-    pub applied: u64,
-}
-
-impl Progress {
-    pub fn units(&self) -> u64 {
-        self.contracts + self.outbox_sent + self.applied
-    }
-}
-
-/// Read-only connections kept open for the run: cheap counts, estimated from rowids where
-/// rows are only ever appended (the final check counts exactly).
-struct Watcher {
-    sender: Db,
-    queue: Db,
-    receiver: Db,
-}
-
-impl Watcher {
-    fn open(work: &Path) -> Result<Watcher> {
-        Ok(Watcher {
-            sender: store::open_traced(&work.join(SENDER_DB), &SENDER, Access::Read, false)?,
-            queue: store::open_traced(&work.join(QUEUE_DB), &QUEUE, Access::Read, false)?,
-            receiver: store::open_traced(&work.join(RECEIVER_DB), &RECEIVER, Access::Read, false)?,
-        })
-    }
-
-    fn read(&self) -> Result<Progress> {
-        let one = |db: &Db, sql: &str| -> Result<u64> {
-            let n: Option<i64> = db
-                .conn
-                .query_row(sql, [], |r| r.get(0))
-                .optional()
-                .map_err(|e| store::explain(e, db.db, db.db))?
-                .flatten();
-            Ok(n.unwrap_or(0).max(0) as u64)
-        };
-        let contracts = one(&self.sender, "SELECT max(rowid) FROM contracts")?;
-        let outbox = one(&self.sender, "SELECT max(seq) FROM outbox")?;
-        let outbox_pending = one(
-            &self.sender,
-            "SELECT count(*) FROM outbox WHERE status = 'pending'",
-        )?;
-        let queue_pending = one(
-            &self.queue,
-            "SELECT count(*) FROM deliveries WHERE status = 'pending'",
-        )?;
-        let applied = one(&self.receiver, "SELECT max(rowid) FROM inbox")?;
-        Ok(Progress {
-            contracts,
-            outbox_pending,
-            outbox_sent: outbox.saturating_sub(outbox_pending),
-            queue_pending,
-            applied,
-        })
-    }
-}
-
-/// Create the three files with their schemas, so every role and the watcher find them.
-pub fn create_files(work: &Path) -> Result<()> {
-    store::open_traced(&work.join(SENDER_DB), &SENDER, Access::WriteCreate, false)?;
-    store::open_traced(&work.join(QUEUE_DB), &QUEUE, Access::WriteCreate, false)?;
-    store::open_traced(
-        &work.join(RECEIVER_DB),
-        &RECEIVER,
-        Access::WriteCreate,
-        false,
-    )?;
-    Ok(())
-}
-
-/// One kill the driver made (a row of kills.json); read strictly, so a field chaos does not
-/// write makes a malformed row (the audit relies on it).
-#[derive(Debug, Clone, Serialize, serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Kill {
-    pub kill: usize,
-    /// The scheduled moment, in progress units.
-    pub at_units: u64,
-    /// Progress when the signal was sent.
-    pub progress_units: u64,
-    pub role: String,
-    pub step: String,
-    pub since_start_ms: f64,
-    /// False when the process had already ended by itself: the kill is made again.
-    pub landed: bool,
+    /// The roles write `logs/<step>.events.jsonl` (always in chaos).
+    pub events: bool,
 }
 
 /// What the run did, for the report and the evidence.
@@ -165,59 +55,45 @@ pub struct Outcome {
     pub wall_ms: f64,
     pub kills: Vec<Kill>,
     pub processes: Vec<Process>,
-    /// Exits that are neither 0 nor the driver's kill: BUSY past the timeout (75) is
+    /// Exits that are neither 0 nor the engine's kill: BUSY past the timeout (75) is
     /// restarted and counted; anything else fails the run.
     pub busy_exits: usize,
     pub unexpected_exits: usize,
     pub timed_out: usize,
-    pub last_progress: Progress,
+    pub last_units: u64,
 }
-
-/// Where children's output goes: files under `<dir>/logs/` (recorded as `logs/<step>…`).
-pub enum Logs {
-    Dir(PathBuf),
-}
-
-pub const LOGS: &str = "logs";
 
 /// A callback for progress: (units done, units total, kills done).
 pub type OnProgress<'a> = &'a mut dyn FnMut(u64, u64, usize);
 
-/// Run the pipeline in `work` (the three files must exist) until quiescence or the deadline.
+/// The roles of `plan`, as `profile` gives them, with the run's trace setting.
+pub fn roles(profile: &dyn LoadProfile, plan: &Plan) -> Vec<Role> {
+    profile
+        .roles(&plan.shape)
+        .into_iter()
+        .map(|spec| Role::new(spec.name, with_trace(&spec.argv, plan.trace), spec.waits_on))
+        .collect()
+}
+
+/// Run the lab's roles in `work` (its files must exist), logs under `<dir>/logs/`, until
+/// quiescence or the deadline.
 pub fn run(
     exe: &Path,
+    profile: &dyn LoadProfile,
     work: &Path,
-    logs: &Logs,
+    dir: &Path,
     plan: &Plan,
     on_progress: OnProgress<'_>,
 ) -> Result<Outcome> {
-    assert!(plan.messages >= 1 && plan.consumers >= 1);
+    assert!(plan.shape.messages >= 1 && plan.shape.consumers >= 1);
     assert!(
         plan.kill_at.windows(2).all(|w| w[0] <= w[1]),
         "kill moments ascend"
     );
-    let (_, mut pick) = kill_schedule(plan.seed, plan.messages, plan.kill_at.len());
-    let mut roles = vec![
-        Role::new(
-            "sender".into(),
-            Kind::Sender,
-            role_argv(Kind::Sender, plan, 0),
-        ),
-        Role::new(
-            "publisher".into(),
-            Kind::Publisher,
-            role_argv(Kind::Publisher, plan, 0),
-        ),
-    ];
-    for c in 1..=plan.consumers {
-        roles.push(Role::new(
-            format!("consumer-c{c}"),
-            Kind::Consumer,
-            role_argv(Kind::Consumer, plan, c),
-        ));
-    }
-    let watcher = Watcher::open(work)?;
-    let total_units = 3 * plan.messages as u64;
+    let total_units = profile.units(plan.shape.messages);
+    let (_, mut pick) = kills::schedule(plan.shape.seed, total_units, plan.kill_at.len());
+    let mut roles = roles(profile, plan);
+    let watcher = profile.watch(work, &plan.shape)?;
     let started = Instant::now();
     let mut outcome = Outcome::default();
     let mut next_kill = 0usize;
@@ -235,93 +111,47 @@ pub fn run(
             let Some(running) = role.running.as_ref() else {
                 continue;
             };
-            if let Some((exit, signal, max_rss_kb)) = reap(running.pid)? {
-                let running = role.running.take().expect("checked above");
-                let timed_out = running.killed
-                    && running.kill.is_none()
-                    && running.started.elapsed() >= plan.process_timeout;
-                // A kill sent as the process was ending by itself did not land: do it again.
-                let missed = running.kill.is_some() && signal != Some(libc::SIGKILL);
-                if let (Some(k), true) = (running.kill, missed) {
-                    outcome.kills[k].landed = false;
-                    retry_kills += 1;
+            match process::poll_exit(&running.started)? {
+                Some(ended) => {
+                    let running = role.running.take().expect("checked above");
+                    reaped(
+                        role,
+                        running,
+                        ended,
+                        plan,
+                        dir,
+                        &mut outcome,
+                        &mut retry_kills,
+                    );
                 }
-                let killed_by_driver = running.kill.is_some() && !missed;
-                let expected_exit = if killed_by_driver {
-                    128 + libc::SIGKILL
-                } else {
-                    0
-                };
-                if timed_out {
-                    outcome.timed_out += 1;
-                } else if exit == fail::EXIT_LOCKED {
-                    outcome.busy_exits += 1;
-                } else if exit != expected_exit {
-                    outcome.unexpected_exits += 1;
+                None if !running.killed
+                    && running.started.started.elapsed() >= plan.process_timeout =>
+                {
+                    process::kill(&running.started);
+                    role.running.as_mut().expect("running").killed = true;
                 }
-                let failed_start = !timed_out && exit != fail::EXIT_LOCKED && exit != expected_exit;
-                if !failed_start && exit != fail::EXIT_LOCKED {
-                    role.failed_starts = 0;
-                }
-                let wall_ms = running.started.elapsed().as_secs_f64() * 1000.0;
-                let mut argv = vec!["crashlab".to_string()];
-                argv.extend(role.argv.iter().cloned());
-                outcome.processes.push(Process {
-                    scenario: "chaos".into(),
-                    step: running.step,
-                    argv,
-                    expected_exit,
-                    exit,
-                    signal,
-                    crash_point: None,
-                    crash_mode: killed_by_driver.then(|| "sigkill".to_string()),
-                    stdout: running.stdout,
-                    stderr: running.stderr,
-                    wall_ms: (wall_ms * 1000.0).round() / 1000.0,
-                    max_rss_kb,
-                    timed_out,
-                });
-                // Killed: start again at once. Ended by itself: after a pause.
-                role.restart = killed_by_driver;
-                role.not_before = (!killed_by_driver).then(|| Instant::now() + IDLE_RESTART);
-                if failed_start {
-                    let said = first_line(logs, &outcome.processes[outcome.processes.len() - 1]);
-                    let io = exit == fail::EXIT_IOERR;
-                    // On a full disk the child's own stderr line may not have been written.
-                    let what = match (io, said.is_empty()) {
-                        (true, true) => {
-                            " (an I/O error; its stderr log is empty: is the disk full?)"
-                        }
-                        (true, false) => " (an I/O error)",
-                        _ => "",
-                    };
-                    role.failed(format!("exit {exit}{what}{said}"), io);
-                }
-            } else if !running.killed && running.started.elapsed() >= plan.process_timeout {
-                // SAFETY: kill has no memory effects; the pid is not reaped yet, so still ours.
-                unsafe { libc::kill(running.pid, libc::SIGKILL) };
-                role.running.as_mut().expect("running").killed = true;
+                None => {}
             }
         }
         // 2. Look at the files.
-        let progress = watcher.read()?;
-        outcome.last_progress = progress;
-        let nothing_running = roles.iter().all(|r| r.running.is_none() && !r.restart);
+        let observed: Observed = watcher.read()?;
+        assert_eq!(
+            observed.work.len(),
+            work_entries(&roles),
+            "one entry per waited-on stage"
+        );
+        outcome.last_units = observed.units;
         // (A kill still to be made again cannot find a process once all is quiet.)
-        let sender_needed = progress.contracts < plan.messages as u64;
-        if !sender_needed
-            && progress.outbox_pending == 0
-            && progress.queue_pending == 0
-            && nothing_running
-        {
+        let nothing_running = roles.iter().all(|r| r.running.is_none() && !r.restart);
+        if observed.idle() && nothing_running {
             quiescent = true;
             break;
         }
-        on_progress(progress.units(), total_units, outcome.kills.len());
+        on_progress(observed.units, total_units, outcome.kills.len());
         // 3. Kill at the scheduled moments: a seeded pick among the roles running now. When
         //    several moments have passed since the last poll, each takes another process.
         for _ in 0..roles.len() {
-            let due = next_kill < plan.kill_at.len() && plan.kill_at[next_kill] <= progress.units();
+            let due = next_kill < plan.kill_at.len() && plan.kill_at[next_kill] <= observed.units;
             if !due && retry_kills == 0 {
                 break;
             }
@@ -334,8 +164,7 @@ pub fn run(
             let index = alive[pick.range(0, alive.len() as u64 - 1) as usize];
             let role = &mut roles[index];
             let running = role.running.as_mut().expect("alive");
-            // SAFETY: kill has no memory effects; the pid is not reaped yet, so still ours.
-            unsafe { libc::kill(running.pid, libc::SIGKILL) };
+            process::kill(&running.started);
             running.killed = true;
             running.kill = Some(outcome.kills.len());
             let at_units = if due {
@@ -343,43 +172,37 @@ pub fn run(
                 plan.kill_at[next_kill - 1]
             } else {
                 retry_kills -= 1;
-                progress.units()
+                observed.units
             };
             outcome.kills.push(Kill {
                 kill: outcome.kills.len() + 1,
                 at_units,
-                progress_units: progress.units(),
+                progress_units: observed.units,
                 role: role.name.clone(),
                 step: running.step.clone(),
                 since_start_ms: (started.elapsed().as_secs_f64() * 1e6).round() / 1000.0,
                 landed: true,
             });
         }
-        // 4. Start what is needed and not running.
+        // 4. Start what is needed and not running: work for it now, and always after a kill.
         let now = Instant::now();
         for role in roles.iter_mut() {
             if role.running.is_some() || role.not_before.is_some_and(|t| now < t) {
                 continue;
             }
-            // A role starts when there is work for it now, and always after a kill.
-            let needed = role.restart
-                || match role.kind {
-                    Kind::Sender => sender_needed,
-                    Kind::Publisher => progress.outbox_pending > 0,
-                    Kind::Consumer => progress.queue_pending > 0,
-                };
-            if needed {
-                role.restart = false;
-                match spawn(exe, work, logs, role) {
-                    Ok(running) => role.running = Some(running),
-                    Err(e) if e.downcast_ref::<crate::interrupt::Interrupted>().is_some() => {
-                        stop_all(&mut roles);
-                        return Err(e);
-                    }
-                    Err(e) => {
-                        let io = fail::exit_code(&e) == fail::EXIT_IOERR;
-                        role.failed(format!("could not start: {}", fail::one_line(&e)), io);
-                    }
+            if !(role.restart || observed.work[role.waits_on]) {
+                continue;
+            }
+            role.restart = false;
+            match spawn(exe, work, dir, role, plan.events) {
+                Ok(running) => role.running = Some(running),
+                Err(e) if e.downcast_ref::<crate::interrupt::Interrupted>().is_some() => {
+                    stop_all(&mut roles);
+                    return Err(e);
+                }
+                Err(e) => {
+                    let io = fail::exit_code(&e) == fail::EXIT_IOERR;
+                    role.failed(format!("could not start: {}", fail::one_line(&e)), io);
                 }
             }
         }
@@ -395,10 +218,85 @@ pub fn run(
         return Err(fail::failed(format!(
             "the pipeline did not reach quiescence within {} ms (last progress {} of {} units)",
             plan.deadline.as_millis(),
-            outcome.last_progress.units(),
+            outcome.last_units,
             total_units
         )));
     }
     outcome.wall_ms = (started.elapsed().as_secs_f64() * 1e6).round() / 1000.0;
     Ok(outcome)
+}
+
+/// The number of entries the watcher must give: one past the highest a role waits on.
+fn work_entries(roles: &[Role]) -> usize {
+    roles.iter().map(|r| r.waits_on + 1).max().unwrap_or(0)
+}
+
+/// A process of `role` ended: record it, count how it ended, and say when to start again.
+fn reaped(
+    role: &mut Role,
+    running: Running,
+    ended: Ended,
+    plan: &Plan,
+    dir: &Path,
+    outcome: &mut Outcome,
+    retry_kills: &mut usize,
+) {
+    let (exit, signal) = (ended.exit, ended.signal);
+    let timed_out = running.killed
+        && running.kill.is_none()
+        && running.started.started.elapsed() >= plan.process_timeout;
+    // A kill sent as the process was ending by itself did not land: do it again.
+    let missed = running.kill.is_some() && signal != Some(libc::SIGKILL);
+    if let (Some(k), true) = (running.kill, missed) {
+        outcome.kills[k].landed = false;
+        *retry_kills += 1;
+    }
+    let killed_by_engine = running.kill.is_some() && !missed;
+    let expected_exit = if killed_by_engine {
+        NEMESIS.expected_exit()
+    } else {
+        fail::EXIT_OK
+    };
+    if timed_out {
+        outcome.timed_out += 1;
+    } else if exit == fail::EXIT_LOCKED {
+        outcome.busy_exits += 1;
+    } else if exit != expected_exit {
+        outcome.unexpected_exits += 1;
+    }
+    let failed_start = !timed_out && exit != fail::EXIT_LOCKED && exit != expected_exit;
+    if !failed_start && exit != fail::EXIT_LOCKED {
+        role.failed_starts = 0;
+    }
+    let mut argv = vec!["crashlab".to_string()];
+    argv.extend(role.argv.iter().cloned());
+    outcome.processes.push(Process {
+        scenario: "chaos".into(),
+        step: running.step,
+        argv,
+        expected_exit,
+        exit,
+        signal,
+        crash_point: None,
+        crash_mode: killed_by_engine.then(|| NEMESIS.name().to_string()),
+        stdout: running.stdout,
+        stderr: running.stderr,
+        wall_ms: (ended.wall_ms * 1000.0).round() / 1000.0,
+        max_rss_kb: ended.max_rss_kb,
+        timed_out,
+    });
+    // Killed: start again at once. Ended by itself: after a pause.
+    role.restart = killed_by_engine;
+    role.not_before = (!killed_by_engine).then(|| Instant::now() + IDLE_RESTART);
+    if failed_start {
+        let said = first_line(dir, &outcome.processes[outcome.processes.len() - 1]);
+        let io = exit == fail::EXIT_IOERR;
+        // On a full disk the child's own stderr line may not have been written.
+        let what = match (io, said.is_empty()) {
+            (true, true) => " (an I/O error; its stderr log is empty: is the disk full?)",
+            (true, false) => " (an I/O error)",
+            _ => "",
+        };
+        role.failed(format!("exit {exit}{what}{said}"), io);
+    }
 }

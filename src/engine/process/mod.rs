@@ -5,13 +5,14 @@
 mod wait;
 
 use std::fs::File;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 
+use crate::events;
 use crate::interrupt;
 pub use wait::{decode_status, wait_bounded, waitid_nowait};
 
@@ -109,6 +110,20 @@ pub struct Started {
     pub started: Instant,
 }
 
+/// The events file of a process whose stdout goes to `stdout`: `<step>.events.jsonl` beside
+/// `<step>.stdout.txt` (or beside any other stdout file, its name plus `.events.jsonl`).
+pub fn events_file(stdout: &Path) -> PathBuf {
+    let name = stdout
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let stem = name
+        .strip_suffix(".stdout.txt")
+        .or_else(|| name.strip_suffix(".stdout"))
+        .unwrap_or(&name);
+    stdout.with_file_name(format!("{stem}.events.jsonl"))
+}
+
 /// Spawn `exe args…` in `cwd` without waiting, stdout and stderr into the given files. The
 /// child gets SIGKILL should the driver die first (PR_SET_PDEATHSIG), so none outlives a run.
 pub fn spawn(
@@ -118,12 +133,36 @@ pub fn spawn(
     stdout: &Path,
     stderr: &Path,
 ) -> Result<Started> {
+    spawn_with(exe, args, cwd, stdout, stderr, None)
+}
+
+/// As `spawn`, and with `events` its events (`CRASHLAB_EVENTS`) go to that file, created
+/// empty here so that every process has its events file, even one that dies before it opens
+/// it; without, the child never inherits the events file of the process that spawns it.
+pub fn spawn_with(
+    exe: &Path,
+    args: &[String],
+    cwd: &Path,
+    stdout: &Path,
+    stderr: &Path,
+    events: Option<&Path>,
+) -> Result<Started> {
     // No new child once the run is interrupted.
     interrupt::check()?;
     let out = File::create(stdout).with_context(|| format!("creating {}", stdout.display()))?;
     let err = File::create(stderr).with_context(|| format!("creating {}", stderr.display()))?;
-    let started = Instant::now();
     let mut command = Command::new(exe);
+    match events {
+        Some(events) => {
+            File::create(events).with_context(|| format!("creating {}", events.display()))?;
+            command.env(events::EVENTS_ENV, events);
+        }
+        // Never the file of the process that spawns it.
+        None => {
+            command.env_remove(events::EVENTS_ENV);
+        }
+    }
+    let started = Instant::now();
     command
         .args(args)
         .current_dir(cwd)
@@ -139,6 +178,13 @@ pub fn spawn(
     // Reaped later with wait4; dropping the handle neither waits nor kills.
     drop(child);
     Ok(Started { pid, started })
+}
+
+/// SIGKILL a child that is not reaped yet, so its pid is still ours (a later `poll_exit` or
+/// `wait_bounded` reaps it): the kill a nemesis or a timeout makes from outside.
+pub fn kill(started: &Started) {
+    // SAFETY: kill has no memory effects; the pid is unreaped, so still this child's.
+    unsafe { libc::kill(started.pid, libc::SIGKILL) };
 }
 
 /// Has the child ended? Reaps it when it has.

@@ -26,6 +26,7 @@ pub static LAB: Lab = Lab {
         "dispatch-verify",
         "dispatch-post",
     ],
+    load: None,
 };
 
 const E: &str = "receiver.effects";

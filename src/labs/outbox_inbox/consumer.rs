@@ -14,6 +14,7 @@ use std::path::Path;
 use anyhow::Result;
 use rusqlite::{params, OptionalExtension};
 
+use super::consumer_queue::{ack_rows, claim_rows};
 use crate::crash;
 use crate::fail;
 use crate::labs::outbox_inbox::model::{busy_wait, now_ms, Payload};
@@ -43,14 +44,14 @@ pub struct Outcome {
     pub rejected: usize,
 }
 
-struct Delivery {
-    id: i64,
-    message: String,
-    payload: String,
+pub(super) struct Delivery {
+    pub(super) id: i64,
+    pub(super) message: String,
+    pub(super) payload: String,
 }
 
 /// What to do with one claimed delivery.
-enum Decision {
+pub(super) enum Decision {
     Apply(Payload, String),
     Duplicate,
     Reject(String),
@@ -79,8 +80,13 @@ pub fn run(options: &Options<'_>) -> Result<Outcome> {
     let mut outcome = Outcome::default();
     let mut first_reject: Option<String> = None;
     let rounds_max = DELIVERIES_MAX.div_ceil(options.batch);
+    // The deliveries claimed with the last ack (see consumer_next), if any.
+    let mut next: Option<Vec<Delivery>> = None;
     for _ in 0..rounds_max {
-        let claimed = claim(&queue, options).map_err(on_queue)?;
+        let claimed = match next.take() {
+            Some(claimed) => claimed,
+            None => claim(&queue, options).map_err(on_queue)?,
+        };
         if claimed.is_empty() {
             break;
         }
@@ -111,6 +117,13 @@ pub fn run(options: &Options<'_>) -> Result<Outcome> {
             Variant::AckBeforeApply => {
                 ack(&queue, &claimed, &decisions).map_err(on_queue)?;
                 apply(&receiver, &claimed, &mut decisions, options.variant).map_err(on_receiver)?;
+            }
+            _ if super::consumer_queue::claims_with_ack(options) => {
+                apply(&receiver, &claimed, &mut decisions, options.variant).map_err(on_receiver)?;
+                let claimed_next =
+                    super::consumer_queue::ack_and_claim(&queue, &claimed, &decisions, options)
+                        .map_err(on_queue)?;
+                next = Some(claimed_next);
             }
             _ => {
                 apply(&receiver, &claimed, &mut decisions, options.variant).map_err(on_receiver)?;
@@ -181,43 +194,12 @@ fn expire_inbox(receiver: &Db, retention_ms: i64) -> rusqlite::Result<()> {
 }
 
 fn claim(queue: &Db, options: &Options<'_>) -> rusqlite::Result<Vec<Delivery>> {
-    let now = now_ms();
     queue.conn.execute_batch("BEGIN IMMEDIATE")?;
-    let mut claimed = {
-        let mut stmt = queue.conn.prepare_cached(
-            "UPDATE deliveries SET claimed_by = ?1, lease_until_ms = ?2
-             WHERE delivery_id IN (
-               SELECT delivery_id FROM deliveries
-               WHERE status = 'pending'
-                 AND (claimed_by IS NULL OR claimed_by = ?1 OR lease_until_ms < ?3)
-               ORDER BY delivery_id LIMIT ?4)
-             RETURNING delivery_id, message_id, payload",
-        )?;
-        let rows = stmt
-            .query_map(
-                params![
-                    options.consumer_id,
-                    now.saturating_add(options.lease_ms),
-                    now,
-                    options.batch as i64
-                ],
-                |r| {
-                    Ok(Delivery {
-                        id: r.get(0)?,
-                        message: r.get(1)?,
-                        payload: r.get(2)?,
-                    })
-                },
-            )?
-            .collect::<rusqlite::Result<Vec<_>>>()?;
-        rows
-    };
+    let claimed = claim_rows(queue, options)?;
     if claimed.is_empty() {
         queue.conn.execute_batch("ROLLBACK")?;
         return Ok(claimed);
     }
-    // RETURNING gives no order; the lab promises delivery order.
-    claimed.sort_by_key(|d| d.id);
     crash::point("consumer.before-claim-commit");
     queue.conn.execute_batch("COMMIT")?;
     out::committed(
@@ -228,7 +210,7 @@ fn claim(queue: &Db, options: &Options<'_>) -> rusqlite::Result<Vec<Delivery>> {
     Ok(claimed)
 }
 
-fn describe(deliveries: &[Delivery]) -> String {
+pub(super) fn describe(deliveries: &[Delivery]) -> String {
     match deliveries {
         [one] => format!("delivery {} message {}", one.id, one.message),
         _ => format!(
@@ -460,41 +442,8 @@ fn describe_applied(claimed: &[Delivery], decisions: &[Decision]) -> String {
 }
 
 fn ack(queue: &Db, claimed: &[Delivery], decisions: &[Decision]) -> rusqlite::Result<()> {
-    let now = now_ms();
     queue.conn.execute_batch("BEGIN IMMEDIATE")?;
-    // More than one delivery: the acks in one statement; a single delivery (batch 1) and
-    // every rejection keep their own statement.
-    let batched = claimed.len() > 1;
-    if batched {
-        let acked: Vec<i64> = claimed
-            .iter()
-            .zip(decisions)
-            .filter(|(_, decision)| !matches!(decision, Decision::Reject(_)))
-            .map(|(d, _)| d.id)
-            .collect();
-        let list = serde_json::to_string(&acked).expect("a list of integers serializes");
-        queue
-            .conn
-            .prepare_cached(
-                "UPDATE deliveries SET status = 'acked', reason = NULL, done_ms = ?1
-                 WHERE delivery_id IN (SELECT value FROM json_each(?2)) AND status = 'pending'",
-            )?
-            .execute(params![now, list])?;
-    }
-    for (d, decision) in claimed.iter().zip(decisions) {
-        let (status, reason) = match decision {
-            Decision::Reject(reason) => ("rejected", Some(reason.as_str())),
-            _ if batched => continue,
-            _ => ("acked", None),
-        };
-        // `AND status = 'pending'`: a consumer that took over an expired lease may be first.
-        queue
-            .conn
-            .prepare_cached(
-                "UPDATE deliveries SET status = ?1, reason = ?2, done_ms = ?3 WHERE delivery_id = ?4 AND status = 'pending'",
-            )?
-            .execute(params![status, reason, now, d.id])?;
-    }
+    ack_rows(queue, claimed, decisions)?;
     crash::point("consumer.before-ack");
     queue.conn.execute_batch("COMMIT")?;
     out::committed("queue", &format!("ack of {}", describe(claimed)));

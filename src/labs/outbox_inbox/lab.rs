@@ -18,6 +18,7 @@ pub static LAB: Lab = Lab {
     stages: STAGES,
     store: crate::engine::state::SQLITE,
     roles: &["sender", "publisher", "consumer", "enqueue", "verify"],
+    load: Some(&super::load::LOAD),
 };
 
 pub static STAGES: &[Stage] = &[

@@ -2,8 +2,13 @@
 //! It knows nothing of the harness beyond `crash::point`.
 
 pub mod consumer;
+pub mod consumer_queue;
 pub mod enqueue;
 pub mod lab;
+pub mod load;
+pub mod load_amounts;
+pub mod load_ceiling;
+pub mod load_check;
 pub mod model;
 pub mod points;
 pub mod publisher;

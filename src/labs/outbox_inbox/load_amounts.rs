@@ -1,11 +1,11 @@
-//! The amounts in a chaos run's logs: every contract's amount, wherever a statement carries
+//! The amounts in a lab 14 load run's logs: every contract's amount, wherever a statement carries
 //! it, is the one the run's seed gives that contract (rng::amounts, as the sender drew them),
 //! and a row that names a message and its contract names the pair the sender made
 //! (`M000042` with `C000042`).
 
 /// Every contract's amount in a log (`'C000042', 33` in SQL, `"amount":33,"contract":"C000042"`
 /// in a payload) must be the seed's, and every contract id within the run's count.
-pub(super) fn seeded_amounts(stdout: &str, amounts: &[i64]) -> Vec<String> {
+pub fn seeded_amounts(stdout: &str, amounts: &[i64]) -> Vec<String> {
     let mut problems = Vec::new();
     for (index, line) in stdout.lines().enumerate() {
         if !line.starts_with("SQL ") {

@@ -1,0 +1,199 @@
+//! `crashlab chaos LAB`: the lab's load profile under seeded random SIGKILLs, then the
+//! end-to-end check in Jepsen's words. Which roles run and what "nothing lost, nothing
+//! doubled" means are the lab's; the loop, the kill schedule, the progress and the report
+//! are the same for every lab.
+
+mod report;
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+
+use crate::engine::driver::claim_out;
+use crate::engine::load::pipeline::{self, Outcome, Plan, LOGS};
+use crate::engine::load::profile::{LoadProfile, Shape, Verdict};
+use crate::engine::load::progress::Progress;
+use crate::engine::load::{kills, lifecycle, roles};
+use crate::engine::Lab;
+use crate::fail;
+pub use report::{run_problems, Report};
+
+pub struct Options {
+    pub messages: usize,
+    pub consumers: usize,
+    pub kills: usize,
+    pub seed: u64,
+    pub batch: u32,
+    pub lease_ms: i64,
+    pub process_timeout_ms: u64,
+    pub timeout_ms: u64,
+    pub json: bool,
+    pub out: Option<PathBuf>,
+}
+
+impl Options {
+    pub fn shape(&self) -> Shape {
+        Shape {
+            messages: self.messages,
+            consumers: self.consumers,
+            batch: self.batch,
+            seed: self.seed,
+            lease_ms: self.lease_ms,
+        }
+    }
+}
+
+pub const CONSUMERS_MAX: usize = 16;
+pub const KILLS_MAX: usize = 100_000;
+pub const TIMEOUT_MS_MAX: u64 = 3_600_000;
+
+/// The command that replays this run: same seed, same schedule, same values.
+pub fn replay_command(lab: &Lab, o: &Options) -> String {
+    format!(
+        "crashlab chaos {} --messages {} --consumers {} --kills {} --seed {} --batch {} --lease-ms {}",
+        lab.id, o.messages, o.consumers, o.kills, o.seed, o.batch, o.lease_ms
+    )
+}
+
+/// Out of range: one line, exit 2.
+pub fn range(what: &str, v: u64, low: u64, high: u64) -> Result<()> {
+    if v < low || v > high {
+        return Err(fail::usage(format!(
+            "{what} {v} is out of range ({low} to {high})"
+        )));
+    }
+    Ok(())
+}
+
+pub fn validate(profile: &dyn LoadProfile, o: &Options) -> Result<()> {
+    range(
+        "--messages",
+        o.messages as u64,
+        1,
+        profile.messages_max() as u64,
+    )?;
+    range("--consumers", o.consumers as u64, 1, CONSUMERS_MAX as u64)?;
+    range("--kills", o.kills as u64, 0, KILLS_MAX as u64)?;
+    range("--timeout-ms", o.timeout_ms, 1, TIMEOUT_MS_MAX)?;
+    range(
+        "--process-timeout-ms",
+        o.process_timeout_ms,
+        1,
+        TIMEOUT_MS_MAX,
+    )?;
+    Ok(())
+}
+
+/// Every process's events, judged one by one: all the events (for the lab's check) and its
+/// problems as (step, line). `text` reads a file of the run by its relative path.
+pub fn gather(
+    processes: &[crate::engine::evidence::Process],
+    text: &mut dyn FnMut(&str) -> Option<String>,
+) -> (Vec<crate::events::Event>, Vec<(String, String)>) {
+    let mut all = Vec::new();
+    let mut problems = Vec::new();
+    for record in processes {
+        let file = text(&roles::events_rel(&record.step));
+        let (events, said) = lifecycle::read(record, file.as_deref());
+        all.extend(events);
+        problems.extend(said.into_iter().map(|p| (record.step.clone(), p)));
+    }
+    (all, problems)
+}
+
+/// The verdict of a finished run: the lab's check on its files and events, and the problems
+/// of the run itself (unexpected exits, hung processes, events that tell another story).
+pub fn verdict(
+    profile: &dyn LoadProfile,
+    work: &Path,
+    o: &Options,
+    processes: &[crate::engine::evidence::Process],
+    text: &mut dyn FnMut(&str) -> Option<String>,
+) -> Result<(Verdict, Vec<String>)> {
+    let (events, event_problems) = gather(processes, text);
+    let verdict = profile.check(work, &o.shape(), &events)?;
+    let mut problems = verdict.problems.clone();
+    problems.extend(
+        event_problems
+            .iter()
+            .map(|(step, p)| format!("{step}: {p}")),
+    );
+    Ok((verdict, problems))
+}
+
+pub fn run(
+    lab: &'static Lab,
+    profile: &dyn LoadProfile,
+    o: &Options,
+    command: Vec<String>,
+) -> Result<i32> {
+    validate(profile, o)?;
+    crate::interrupt::catch().context("catching SIGINT and SIGTERM")?;
+    let exe = std::env::current_exe().context("locating the crashlab binary")?;
+    let partial = match &o.out {
+        Some(out) => Some(claim_out(out)?),
+        None => None,
+    };
+    let temp = tempfile::Builder::new()
+        .prefix("crashlab-chaos-")
+        .tempdir()
+        .context("creating the work directory")?;
+    let root = partial.clone().unwrap_or_else(|| temp.path().to_path_buf());
+    let work = root.join("db");
+    fs::create_dir_all(&work).with_context(|| format!("creating {}", work.display()))?;
+    fs::create_dir_all(root.join(LOGS)).context("creating the logs directory")?;
+    profile.create(&work)?;
+    let (kill_at, _) = kills::schedule(o.seed, profile.units(o.messages), o.kills);
+    let plan = Plan {
+        shape: o.shape(),
+        kill_at,
+        process_timeout: Duration::from_millis(o.process_timeout_ms),
+        deadline: Duration::from_millis(o.timeout_ms),
+        trace: true,
+        events: true,
+    };
+    let started = Instant::now();
+    let mut bar = Progress::new("chaos", profile.units(o.messages));
+    let kills = o.kills;
+    let outcome = pipeline::run(&exe, profile, &work, &root, &plan, &mut |done, total, k| {
+        bar.update(done, total, &format!("kills {k}/{kills}"))
+    });
+    bar.finish();
+    // SIGINT or SIGTERM: the pipeline killed and reaped its children; the work directory
+    // goes with `temp`, what the run wrote goes here (exit 130).
+    if let Some(signal) = crate::interrupt::caught() {
+        drop(temp);
+        return Err(crate::interrupt::finish(signal, partial.as_deref()));
+    }
+    let outcome: Outcome = match outcome {
+        Ok(outcome) => outcome,
+        Err(e) => {
+            let at = partial.as_ref().map_or(String::new(), |p| {
+                format!("; what it wrote is in {}", p.display())
+            });
+            return Err(e.context(format!("chaos run (seed {}){at}", o.seed)));
+        }
+    };
+    let mut read = |rel: &str| fs::read_to_string(root.join(rel)).ok();
+    let (verdict, problems) = verdict(profile, &work, o, &outcome.processes, &mut read)?;
+    let report = Report::new(lab, o, &outcome, &verdict, problems);
+    if let Some(partial) = &partial {
+        report::write_evidence(
+            partial, lab, profile, o, &command, &outcome, &report, started,
+        )?;
+        let out = o.out.as_ref().expect("partial implies out");
+        crate::engine::evidence::publish(partial, out)?;
+    }
+    if o.json {
+        crate::say!("{}", serde_json::to_string(&report)?);
+    } else {
+        report::print(lab, &report, &profile.summary(&report.check, &o.shape()));
+    }
+    Ok(if report.ok {
+        fail::EXIT_OK
+    } else {
+        fail::EXIT_FAILED
+    })
+}
