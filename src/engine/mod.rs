@@ -32,6 +32,8 @@ pub struct Lab {
     pub scenarios: fn() -> Vec<Scenario>,
     /// The states its readback steps must show, by name (`verify --expect NAME`).
     pub stages: &'static [Stage],
+    /// What `crashlab explore` runs and predicts for it (None: the lab is not explored).
+    pub explore: Option<&'static dyn explore::plan::ExplorePlan>,
 }
 
 impl Lab {

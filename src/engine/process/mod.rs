@@ -73,6 +73,20 @@ pub fn run(
     wait_bounded(started.pid, started.started, timeout)
 }
 
+/// `run` with variables added to the child's environment (`CRASHLAB_EVENTS`).
+pub fn run_env(
+    exe: &Path,
+    args: &[String],
+    env: &[(&str, &Path)],
+    cwd: &Path,
+    stdout: &Path,
+    stderr: &Path,
+    timeout: Duration,
+) -> Result<Ended> {
+    let started = spawn_env(exe, args, env, cwd, stdout, stderr)?;
+    wait_bounded(started.pid, started.started, timeout)
+}
+
 /// The environment variable through which a child learns which process it must die with.
 pub const PARENT_PID_ENV: &str = "CRASHLAB_PARENT_PID";
 
@@ -118,6 +132,19 @@ pub fn spawn(
     stdout: &Path,
     stderr: &Path,
 ) -> Result<Started> {
+    spawn_env(exe, args, &[], cwd, stdout, stderr)
+}
+
+/// `spawn` with variables added to the child's environment (`CRASHLAB_EVENTS`: where the
+/// role writes its events).
+pub fn spawn_env(
+    exe: &Path,
+    args: &[String],
+    env: &[(&str, &Path)],
+    cwd: &Path,
+    stdout: &Path,
+    stderr: &Path,
+) -> Result<Started> {
     // No new child once the run is interrupted.
     interrupt::check()?;
     let out = File::create(stdout).with_context(|| format!("creating {}", stdout.display()))?;
@@ -130,6 +157,9 @@ pub fn spawn(
         .stdin(Stdio::null())
         .stdout(Stdio::from(out))
         .stderr(Stdio::from(err));
+    for (name, value) in env {
+        command.env(name, value);
+    }
     die_with_parent(&mut command);
     let child = command
         .spawn()

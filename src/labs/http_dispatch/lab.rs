@@ -18,6 +18,7 @@ pub static LAB: Lab = Lab {
     databases: &["intents.db", "receipts.db", "history.db", "receiver.db"],
     scenarios,
     stages: STAGES,
+    explore: Some(&super::explore::PLAN),
 };
 
 const E: &str = "receiver.effects";

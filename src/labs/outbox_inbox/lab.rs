@@ -16,6 +16,7 @@ pub static LAB: Lab = Lab {
     databases: &["sender.db", "queue.db", "receiver.db"],
     scenarios,
     stages: STAGES,
+    explore: Some(&super::explore::PLAN),
 };
 
 pub static STAGES: &[Stage] = &[

@@ -3,6 +3,7 @@
 
 pub mod consumer;
 pub mod enqueue;
+pub mod explore;
 pub mod lab;
 pub mod model;
 pub mod points;
