@@ -130,7 +130,7 @@ pub fn run(plan: &dyn ExplorePlan, case: &Case, env: &Env<'_>) -> Result<CaseRes
             c.point, c.hit
         ));
     }
-    let judgement = plan.judge(work.path(), &steps.records)?;
+    let judgement = plan.judge(&steps)?;
     let findings = jepsen::check(&judgement.history, judgement.allowed);
     let (status, invariants) = settle(
         error,

@@ -3,14 +3,12 @@
 //! hits × designs, the processes, recovery to quiescence, the verdict and the exporters), so a
 //! lab's plan is data and a few functions, and the engine never asks which lab it runs.
 
-use std::path::Path;
-
 use anyhow::Result;
 use serde::ser::{SerializeMap, Serializer};
 use serde::Serialize;
 
 use crate::engine::explore::invariant::Invariant;
-use crate::engine::explore::steps::{StepRecord, Steps};
+use crate::engine::explore::steps::Steps;
 use crate::engine::jepsen::{Anomaly, Op};
 
 /// Where a prediction says a design breaks: a point, at some of its hits.
@@ -134,6 +132,7 @@ pub trait ExplorePlan: Sync {
     /// One round of recovery (`round` from 1): run what the files say is still owed, the
     /// same code, no crash. False when nothing was owed (the case is quiescent).
     fn recover(&self, design: &'static str, round: u32, steps: &mut Steps<'_>) -> Result<bool>;
-    /// Read the files after recovery and judge them against what the processes said.
-    fn judge(&self, work: &Path, steps: &[StepRecord]) -> Result<Judgement>;
+    /// Read the files after recovery (`steps.work()`, or the lab's `memo` of them) and judge
+    /// them against what the processes said (`steps.records()`).
+    fn judge(&self, steps: &Steps<'_>) -> Result<Judgement>;
 }

@@ -3,6 +3,7 @@
 //! case's crash is armed here, in the first scenario step of the point's role; a lab's plan
 //! only names its steps.
 
+use std::any::Any;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -108,6 +109,8 @@ pub struct Steps<'a> {
     /// Processes started so far: a background one is numbered when it starts and recorded
     /// when it ends.
     started: usize,
+    /// The lab's last reading of the files, valid while no process runs (`memo`).
+    memo: Option<Box<dyn Any + Send>>,
 }
 
 impl<'a> Steps<'a> {
@@ -130,7 +133,23 @@ impl<'a> Steps<'a> {
             records: Vec::new(),
             reaper: process::Reaper(Vec::new()),
             started: 0,
+            memo: None,
         }
+    }
+
+    /// The lab's last reading of the files, if no process has started or ended since: a
+    /// case reads its files once per decision, not once per question.
+    pub fn memo<T: Any + Send>(&self) -> Option<&T> {
+        self.memo.as_ref().and_then(|m| m.downcast_ref())
+    }
+
+    pub fn set_memo<T: Any + Send>(&mut self, value: T) {
+        self.memo = Some(Box::new(value));
+    }
+
+    /// Every process that has ended, in the order they ended.
+    pub fn records(&self) -> &[StepRecord] {
+        &self.records
     }
 
     /// The scenario is over: no step is armed from now on.
@@ -173,6 +192,8 @@ impl<'a> Steps<'a> {
     }
 
     fn name(&mut self, role: &str, what: &str) -> String {
+        // A process is about to change the files: the last reading is stale.
+        self.memo = None;
         self.started += 1;
         let prefix = if self.recovering { "recover-" } else { "" };
         let what = if what.is_empty() { role } else { what };
@@ -294,6 +315,7 @@ impl<'a> Steps<'a> {
 
     /// Record an ended process: its `processes.json` entry and its record.
     fn record(&mut self, name: String, argv: Vec<String>, armed: bool, ended: Ended) {
+        self.memo = None;
         let (events, events_error) = match events::read(&self.events_path(&name)) {
             Ok(events) => (events, None),
             Err(e) => (Vec::new(), Some(format!("{e:#}"))),

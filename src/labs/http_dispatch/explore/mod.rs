@@ -9,16 +9,15 @@ mod check;
 mod state;
 mod visible;
 
-use std::path::Path;
-
 use anyhow::Result;
 
 use super::roles::{self, Dispatch, Serve, FILES};
 use crate::engine::explore::invariant::Invariant;
 use crate::engine::explore::plan::{At, ExplorePlan, Judgement, Prediction, Words};
-use crate::engine::explore::steps::{StepRecord, Steps};
+use crate::engine::explore::steps::Steps;
 use crate::engine::jepsen::Anomaly;
 use crate::fail;
+use state::Observed;
 
 /// The intents the business records: two, so the dispatcher's and the receiver's points are
 /// reached twice (`@2` is the second intent's window).
@@ -152,16 +151,22 @@ impl ExplorePlan for Plan {
             )?;
             ran = true;
         }
-        if !state::read(steps.work())?.quiescent() {
+        let o = state::read(steps.work())?;
+        let quiescent = o.quiescent();
+        steps.set_memo(o);
+        if !quiescent {
             deliver(design, false, steps)?;
             ran = true;
         }
         Ok(ran)
     }
 
-    fn judge(&self, work: &Path, steps: &[StepRecord]) -> Result<Judgement> {
-        let observed = state::read(work)?;
-        state::cross_check(work, &observed)?;
-        Ok(check::judge(&observed, steps))
+    fn judge(&self, steps: &Steps<'_>) -> Result<Judgement> {
+        let o = match steps.memo::<Observed>() {
+            Some(o) => o.clone(),
+            None => state::read(steps.work())?,
+        };
+        state::cross_check(steps.work(), &o)?;
+        Ok(check::judge(&o, steps.records()))
     }
 }

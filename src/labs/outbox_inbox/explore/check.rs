@@ -236,4 +236,74 @@ pub(super) mod tests {
         assert!(!j.no_lost_effect && j.no_duplicate_effect);
         assert_eq!(j.counts.get("lost_effects"), 1);
     }
+
+    #[test]
+    fn the_history_names_a_lost_write_an_absorbed_redelivery_and_an_effect_without_cause() {
+        use crate::engine::jepsen::check;
+        let mut o = observed();
+        o.contracts.push(("C2".into(), 40));
+        o.outbox.push(OutboxRow {
+            message: "M2".into(),
+            contract: "C2".into(),
+            status: "sent".into(),
+        });
+        o.deliveries.push(Delivery {
+            id: 2,
+            message: "M1".into(),
+            status: "acked".into(),
+            claimed_by: None,
+        });
+        o.deliveries.push(Delivery {
+            id: 3,
+            message: "M2".into(),
+            status: "acked".into(),
+            claimed_by: None,
+        });
+        // M1 lost, M2 (acknowledged after it) applied, C9 credited but never committed.
+        o.ledger = vec![("C2".into(), 40, 1), ("C9".into(), 5, 1)];
+        let sender = StepRecord {
+            name: "01-sender".into(),
+            role: "sender".into(),
+            armed: false,
+            in_scenario: true,
+            ended: crate::engine::process::Ended {
+                exit: 0,
+                signal: None,
+                wall_ms: 1.0,
+                max_rss_kb: 0,
+                timed_out: false,
+            },
+            events: ["M1", "M2"]
+                .iter()
+                .map(|m| Event::Commit {
+                    db: "sender".into(),
+                    what: format!("contract C message {m} amount 1"),
+                })
+                .collect(),
+            events_error: None,
+        };
+        let h = history(&o, std::slice::from_ref(&sender));
+        assert_eq!(h.len(), 3);
+        assert_eq!(
+            (h[0].outcome, h[0].deliveries, h[0].effects),
+            (Outcome::Ok, 2, 0)
+        );
+        assert_eq!(h[2].outcome, Outcome::Fail);
+        let f = check(&h, ALLOWED);
+        let bad: Vec<(Anomaly, &str)> = f
+            .bad_anomalies
+            .iter()
+            .map(|f| (f.anomaly, f.item.as_str()))
+            .collect();
+        assert_eq!(bad, [(Anomaly::LostWrite, "M1"), (Anomaly::G1a, "C9")]);
+        assert!(f
+            .anomalies
+            .iter()
+            .any(|f| f.anomaly == Anomaly::DuplicateDelivery && f.item == "M1"));
+        // Without the sender's word, the operations' outcomes are unknown.
+        assert!(history(&o, &[])
+            .iter()
+            .take(2)
+            .all(|op| op.outcome == Outcome::Info));
+    }
 }

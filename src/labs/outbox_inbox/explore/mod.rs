@@ -8,14 +8,13 @@ mod predictions;
 mod state;
 mod visible;
 
-use std::path::Path;
-
 use anyhow::Result;
 
 use super::roles::{self, Argv, Consume, Send, CONSUME, FILES};
 use super::variant::Variant;
 use crate::engine::explore::plan::{ExplorePlan, Judgement, Prediction, Words};
-use crate::engine::explore::steps::{StepRecord, Steps};
+use crate::engine::explore::steps::Steps;
+use state::Observed;
 
 /// Contracts the scenario writes: two, so the consumer's second delivery gives `@2` hits.
 pub const CONTRACTS: usize = 2;
@@ -92,6 +91,16 @@ fn consumer(v: Variant) -> Argv {
     )
 }
 
+/// The files as they are now: read once, kept until a process runs.
+fn observed(steps: &mut Steps<'_>) -> Result<Observed> {
+    if let Some(o) = steps.memo::<Observed>() {
+        return Ok(o.clone());
+    }
+    let o = state::read(steps.work())?;
+    steps.set_memo(o.clone());
+    Ok(o)
+}
+
 impl ExplorePlan for Plan {
     fn design_word(&self) -> &'static str {
         "variant"
@@ -134,21 +143,24 @@ impl ExplorePlan for Plan {
             steps.run("", sender().into_vec())?;
             ran = true;
         }
-        if state::read(steps.work())?.outbox_pending() > 0 {
+        if observed(steps)?.outbox_pending() > 0 {
             steps.run("", publisher(v).into_vec())?;
             ran = true;
         }
-        if state::read(steps.work())?.queue_pending() > 0 {
+        if observed(steps)?.queue_pending() > 0 {
             steps.run("", consumer(v).into_vec())?;
             ran = true;
         }
         Ok(ran)
     }
 
-    fn judge(&self, work: &Path, steps: &[StepRecord]) -> Result<Judgement> {
-        let observed = state::read(work)?;
-        state::cross_check(work, &observed)?;
-        Ok(check::judge(&observed, steps))
+    fn judge(&self, steps: &Steps<'_>) -> Result<Judgement> {
+        let o = match steps.memo::<Observed>() {
+            Some(o) => o.clone(),
+            None => state::read(steps.work())?,
+        };
+        state::cross_check(steps.work(), &o)?;
+        Ok(check::judge(&o, steps.records()))
     }
 }
 
