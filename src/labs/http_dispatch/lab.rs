@@ -5,11 +5,12 @@
 //! driver waits for its `READY` line and stops it with SIGTERM), and writes its port to
 //! `receiver.port`, which the dispatcher and the raw client read.
 
-use crate::engine::scenario::{Background, Expect, Scenario, Stage, Step, Stop};
+use crate::engine::scenario::{Background, Expect, Scenario, Step, Stop};
 use crate::engine::Lab;
 use crate::fail::{EXIT_CONFLICT, EXIT_LOCKED, EXIT_OK, EXIT_UNAVAILABLE};
 use crate::labs::http_dispatch::points::POINTS;
 use crate::labs::http_dispatch::roles::{self, Argv, Dispatch, Post, Serve, FILES};
+pub use crate::labs::http_dispatch::stages::{stage, STAGES};
 
 pub static LAB: Lab = Lab {
     id: "13",
@@ -21,86 +22,6 @@ pub static LAB: Lab = Lab {
     stages: STAGES,
     explore: Some(&super::explore::PLAN),
 };
-
-const E: &str = "receiver.effects";
-const R: &str = "receipts.receipts";
-const H: &str = "history.history";
-
-/// Stages are named `<scenario>.<step>`: step names repeat across scenarios.
-pub static STAGES: &[Stage] = &[
-    Stage {
-        name: "keyed-dispatcher-crash.after-crash",
-        fields: &[(E, 1), (R, 0), (H, 0), ("intents.attempts", 1)],
-    },
-    Stage {
-        name: "keyed-dispatcher-crash.final",
-        fields: &[(E, 1), (R, 1), (H, 1), ("receipts.replayed", 1)],
-    },
-    Stage {
-        name: "unkeyed-dispatcher-crash.after-crash",
-        fields: &[(E, 1), (R, 0), (H, 0), ("intents.attempts", 1)],
-    },
-    Stage {
-        name: "unkeyed-dispatcher-crash.final",
-        fields: &[(E, 2), (R, 1), (H, 1), ("receiver.keys", 1)],
-    },
-    Stage {
-        name: "keyed-receiver-restart.after-crash",
-        fields: &[(E, 1), (R, 0), (H, 0)],
-    },
-    Stage {
-        name: "keyed-receiver-restart.final",
-        fields: &[(E, 1), (R, 1), (H, 1), ("receipts.replayed", 1)],
-    },
-    Stage {
-        name: "receiver-unavailable.after-unavailable",
-        fields: &[(E, 0), (R, 0), (H, 0), ("intents.attempts", 0)],
-    },
-    Stage {
-        name: "receiver-unavailable.final",
-        fields: &[(E, 1), (R, 1), (H, 1)],
-    },
-    Stage {
-        name: "key-conflict.final",
-        fields: &[(E, 1), (R, 0), (H, 0), ("receiver.ledger", 1)],
-    },
-    Stage {
-        name: "keyed-receiver-crash.after-crash",
-        fields: &[(E, 1), (R, 0), (H, 0), ("intents.attempts", 1)],
-    },
-    Stage {
-        name: "keyed-receiver-crash.final",
-        fields: &[(E, 1), (R, 1), (H, 1), ("receipts.replayed", 1)],
-    },
-    Stage {
-        name: "unkeyed-receiver-crash.after-crash",
-        fields: &[(E, 1), (R, 0), (H, 0), ("intents.attempts", 1)],
-    },
-    Stage {
-        name: "unkeyed-receiver-crash.final",
-        fields: &[(E, 2), (R, 1), (H, 1)],
-    },
-    Stage {
-        name: "two-dispatchers.final",
-        fields: &[(E, 1), (R, 1), (H, 1), ("intents.attempts", 1)],
-    },
-    Stage {
-        name: "key-expired.final",
-        fields: &[(E, 2), (R, 1), (H, 1), ("receipts.replayed", 0)],
-    },
-    Stage {
-        name: "bad-requests.final",
-        fields: &[(E, 0), (R, 0), (H, 0), ("receiver.ledger", 0)],
-    },
-    Stage {
-        name: "unkeyed-unknown-hold.final",
-        fields: &[(E, 1), (R, 0), (H, 0), ("intents.unknown", 1)],
-    },
-];
-
-pub fn stage(name: &str) -> Option<Stage> {
-    STAGES.iter().find(|s| s.name == name).copied()
-}
 
 const BODY: &str = r#"{"amount":25,"to":"R1"}"#;
 

@@ -13,3 +13,4 @@ pub mod readback;
 pub mod receiver;
 pub mod roles;
 pub mod schema;
+pub mod stages;
