@@ -145,7 +145,8 @@ pub fn run(plan: &dyn ExplorePlan, case: &Case, env: &Env<'_>) -> Result<CaseRes
     let (scenario, recovery) = steps.records.split_at(scenario_steps);
     evidence::write_json(&case_dir, "processes.json", &steps.processes)?;
     // The files as recovery left them: sizes, raw and logical digests.
-    let rows = files::snapshot(work.path(), plan.databases(), &rel, "final")?;
+    let mut digests = digests_in_place(work.path(), plan.databases())?;
+    let rows = files::snapshot_cached(work.path(), plan.databases(), &rel, "final", &mut digests)?;
     evidence::write_json(&case_dir, evidence::DATABASE_FILES, &rows)?;
     if matches!(status, Status::Breaks | Status::Error) {
         keep_databases(work.path(), &case_dir.join("db"), plan.databases())?;
@@ -191,6 +192,28 @@ pub fn hits(records: &[StepRecord]) -> BTreeMap<String, u32> {
         }
     }
     hits
+}
+
+/// The logical digest of each database, read in place: the work directory is the case's
+/// own, nothing runs in it any more, and a read-only connection changes neither a database
+/// nor its WAL (the case's readers have opened them so already). Handed to the snapshot, it
+/// spares it a private copy of every database and WAL per case.
+fn digests_in_place(work: &Path, databases: &[&str]) -> Result<files::LogicalCache> {
+    let mut cache = files::LogicalCache::new();
+    for db in databases {
+        let path = work.join(db);
+        if !path.is_file() {
+            continue;
+        }
+        let (_, sha) = files::sha256_file(&path)?;
+        let wal = work.join(format!("{db}-wal"));
+        let wal_sha = match wal.is_file() {
+            true => Some(files::sha256_file(&wal)?.1),
+            false => None,
+        };
+        cache.insert((sha, wal_sha), files::logical_sha256(&path).ok());
+    }
+    Ok(cache)
 }
 
 /// Keep a broken case's databases for `sqlite3`, each as one file (files::keep says why).
