@@ -9,77 +9,13 @@ use std::time::Duration;
 
 use anyhow::Result;
 
+mod record;
+
 use crate::engine::evidence::Process;
-use crate::engine::nemesis::Nemesis;
 use crate::engine::process::{self, Ended, Started};
 use crate::events::{self, Event, EVENTS_ENV};
 use crate::fail;
-
-/// What every case shares.
-pub struct Env<'a> {
-    pub exe: &'a Path,
-    /// The run's directory being written (the `.partial` one), absolute: the children run
-    /// in their work directory and write their events here.
-    pub dir: &'a Path,
-    /// Where the cases' work directories are made.
-    pub work_root: &'a Path,
-    pub nemesis: &'a dyn Nemesis,
-    pub timeout: Duration,
-}
-
-/// The crash of a case: `point@hit`, armed in the first scenario step of `role`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Crash {
-    pub point: &'static str,
-    pub hit: u32,
-    /// The probe saw the point reached at least `hit` times.
-    pub expect_reached: bool,
-}
-
-impl Crash {
-    /// The role a point belongs to: `consumer` for `consumer.after-ack`.
-    pub fn role(&self) -> &'static str {
-        self.point.split('.').next().unwrap_or(self.point)
-    }
-}
-
-/// One ended process, as the lab's judge and the engine's checks see it.
-#[derive(Debug, Clone)]
-pub struct StepRecord {
-    /// `01-sender`: the stem of its files.
-    pub name: String,
-    /// Its subcommand.
-    pub role: String,
-    pub armed: bool,
-    /// Run by the scenario (false: by recovery).
-    pub in_scenario: bool,
-    pub ended: Ended,
-    /// Its events; empty when the file could not be read (`events_error` says why).
-    pub events: Vec<Event>,
-    pub events_error: Option<String>,
-}
-
-impl StepRecord {
-    /// It reported the crash it was armed for.
-    pub fn crashed(&self) -> bool {
-        self.events.iter().any(|e| matches!(e, Event::Crash { .. }))
-    }
-
-    /// It ran to its end and reported its armed point not reached.
-    pub fn not_reached(&self) -> bool {
-        self.events
-            .iter()
-            .any(|e| matches!(e, Event::NotReached { .. }))
-    }
-
-    /// Its commits: (database, what it made durable).
-    pub fn commits(&self) -> impl Iterator<Item = (&str, &str)> {
-        self.events.iter().filter_map(|e| match e {
-            Event::Commit { db, what } => Some((db.as_str(), what.as_str())),
-            _ => None,
-        })
-    }
-}
+pub use record::{Crash, Env, StepRecord};
 
 /// A process started in the background and not stopped yet.
 pub struct Background {
@@ -227,17 +163,55 @@ impl<'a> Steps<'a> {
         let role = argv.first().cloned().unwrap_or_default();
         let name = self.name(&role, what);
         let (argv, armed) = self.arm(argv);
-        let ended = process::run_env(
+        let ended = if armed && self.env.nemesis.needs_kill() {
+            self.run_until_crash(&name, &argv)?
+        } else {
+            process::run_env(
+                self.env.exe,
+                &argv,
+                &[(EVENTS_ENV, &self.events_path(&name))],
+                self.work,
+                &self.case_dir.join(format!("{name}.stdout.txt")),
+                &self.case_dir.join(format!("{name}.stderr.txt")),
+                self.env.timeout,
+            )?
+        };
+        self.record(name, argv, armed, ended);
+        Ok(())
+    }
+
+    /// An armed step whose nemesis leaves the killing to the engine (a hang): killed as soon
+    /// as it reports its crash, instead of at the step timeout.
+    fn run_until_crash(&mut self, name: &str, argv: &[String]) -> Result<Ended> {
+        let started = process::spawn_env(
             self.env.exe,
-            &argv,
-            &[(EVENTS_ENV, &self.events_path(&name))],
+            argv,
+            &[(EVENTS_ENV, &self.events_path(name))],
             self.work,
             &self.case_dir.join(format!("{name}.stdout.txt")),
             &self.case_dir.join(format!("{name}.stderr.txt")),
-            self.env.timeout,
         )?;
-        self.record(name, argv, armed, ended);
-        Ok(())
+        self.reaper.0.push(started.pid);
+        let rounds = self.env.timeout.as_millis() / READY_POLL.as_millis() + 1;
+        let mut ended = None;
+        for _ in 0..rounds {
+            crate::interrupt::check()?;
+            if let Some(e) = process::poll_exit(&started)? {
+                ended = Some(e);
+                break;
+            }
+            if self.events_now(name).iter().any(is_crash) {
+                break;
+            }
+            std::thread::sleep(READY_POLL);
+        }
+        let ended = match ended {
+            Some(e) => e,
+            // Crashed and hanging, or past the timeout: SIGKILL, reported as timed out.
+            None => process::stop(&started, false, Duration::from_millis(1))?,
+        };
+        self.reaper.0.retain(|p| *p != started.pid);
+        Ok(ended)
     }
 
     /// Start a role in the background and wait (bounded by the step timeout) for its `ready`
@@ -296,7 +270,12 @@ impl<'a> Steps<'a> {
             return Ok(());
         };
         let crashing = self.events_now(&bg.name).iter().any(is_crash);
-        let ended = process::stop(&bg.started, !crashing, self.env.timeout)?;
+        // A crashed step the nemesis leaves hanging is killed at once.
+        let bound = match crashing && self.env.nemesis.needs_kill() {
+            true => Duration::from_millis(1),
+            false => self.env.timeout,
+        };
+        let ended = process::stop(&bg.started, !crashing, bound)?;
         self.reaper.0.retain(|p| *p != bg.started.pid);
         self.record(bg.name, bg.argv, bg.armed, ended);
         Ok(())
