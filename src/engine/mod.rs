@@ -41,6 +41,8 @@ pub struct Lab {
     pub roles: &'static [&'static str],
     /// What `chaos` and `bench` run, for a lab that can be put under load.
     pub load: Option<&'static dyn load::profile::LoadProfile>,
+    /// What `crashlab explore` runs and predicts for it (None: the lab is not explored).
+    pub explore: Option<&'static dyn explore::plan::ExplorePlan>,
 }
 
 impl Lab {

@@ -74,6 +74,20 @@ pub fn run(
     wait_bounded(started.pid, started.started, timeout)
 }
 
+/// `run` with variables added to the child's environment (`CRASHLAB_EVENTS`).
+pub fn run_env(
+    exe: &Path,
+    args: &[String],
+    env: &[(&str, &Path)],
+    cwd: &Path,
+    stdout: &Path,
+    stderr: &Path,
+    timeout: Duration,
+) -> Result<Ended> {
+    let started = spawn_env(exe, args, env, cwd, stdout, stderr)?;
+    wait_bounded(started.pid, started.started, timeout)
+}
+
 /// The environment variable through which a child learns which process it must die with.
 pub const PARENT_PID_ENV: &str = "CRASHLAB_PARENT_PID";
 
@@ -136,12 +150,37 @@ pub fn spawn(
     spawn_with(exe, args, cwd, stdout, stderr, None)
 }
 
+/// `spawn` with variables added to the child's environment (`CRASHLAB_EVENTS`: where the
+/// role writes its events).
+pub fn spawn_env(
+    exe: &Path,
+    args: &[String],
+    env: &[(&str, &Path)],
+    cwd: &Path,
+    stdout: &Path,
+    stderr: &Path,
+) -> Result<Started> {
+    spawn_full(exe, args, env, cwd, stdout, stderr, None)
+}
+
 /// As `spawn`, and with `events` its events (`CRASHLAB_EVENTS`) go to that file, created
 /// empty here so that every process has its events file, even one that dies before it opens
 /// it; without, the child never inherits the events file of the process that spawns it.
 pub fn spawn_with(
     exe: &Path,
     args: &[String],
+    cwd: &Path,
+    stdout: &Path,
+    stderr: &Path,
+    events: Option<&Path>,
+) -> Result<Started> {
+    spawn_full(exe, args, &[], cwd, stdout, stderr, events)
+}
+
+fn spawn_full(
+    exe: &Path,
+    args: &[String],
+    env: &[(&str, &Path)],
     cwd: &Path,
     stdout: &Path,
     stderr: &Path,
@@ -169,6 +208,9 @@ pub fn spawn_with(
         .stdin(Stdio::null())
         .stdout(Stdio::from(out))
         .stderr(Stdio::from(err));
+    for (name, value) in env {
+        command.env(name, value);
+    }
     die_with_parent(&mut command);
     let child = command
         .spawn()

@@ -108,10 +108,12 @@ fn number_placeholder(line: &str, start: usize, end: usize) -> Option<&'static s
         .iter()
         .any(|p| before.ends_with(p))
         || (before == "READY " && integer)
+        || before.ends_with("\"port\":")
     {
         return Some("<port>");
     }
-    if before.ends_with("pid ") || before.ends_with("pid=") {
+    // `"pid":` and `"port":` in an events line (`<step>.events.jsonl`).
+    if before.ends_with("pid ") || before.ends_with("pid=") || before.ends_with("\"pid\":") {
         return Some("<pid>");
     }
     if integer && token.len() == 13 {

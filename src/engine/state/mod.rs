@@ -130,6 +130,18 @@ pub trait StateStore: Sync {
         self.snapshot_cached(work, names, scenario, step, &mut Cache::new())
     }
 
+    /// As `snapshot`, for a work directory where nothing runs any more (a settled explore
+    /// case): the store may read its content in place instead of from a private copy.
+    fn snapshot_settled(
+        &self,
+        work: &Path,
+        names: &[&str],
+        scenario: &str,
+        step: &str,
+    ) -> Result<Vec<FileRow>> {
+        self.snapshot(work, names, scenario, step)
+    }
+
     /// The logical digest of store `name`: its content, not its layout, read without
     /// changing anything of it.
     fn logical_digest(&self, work: &Path, name: &str) -> Result<String>;

@@ -5,10 +5,12 @@
 //! driver waits for its `READY` line and stops it with SIGTERM), and writes its port to
 //! `receiver.port`, which the dispatcher and the raw client read.
 
-use crate::engine::scenario::{Background, Expect, Scenario, Stage, Step, Stop};
+use crate::engine::scenario::{Background, Expect, Scenario, Step, Stop};
 use crate::engine::Lab;
 use crate::fail::{EXIT_CONFLICT, EXIT_LOCKED, EXIT_OK, EXIT_UNAVAILABLE};
 use crate::labs::http_dispatch::points::POINTS;
+use crate::labs::http_dispatch::roles::{self, Argv, Dispatch, Post, Serve, FILES};
+pub use crate::labs::http_dispatch::stages::{stage, STAGES};
 
 pub static LAB: Lab = Lab {
     id: "13",
@@ -27,105 +29,21 @@ pub static LAB: Lab = Lab {
         "dispatch-post",
     ],
     load: None,
+    explore: Some(&super::explore::PLAN),
 };
 
-const E: &str = "receiver.effects";
-const R: &str = "receipts.receipts";
-const H: &str = "history.history";
-/// Intents without a receipt: 0 once every intent is delivered.
-const U: &str = "intents.undelivered";
+const BODY: &str = r#"{"amount":25,"to":"R1"}"#;
 
-/// Stages are named `<scenario>.<step>`: step names repeat across scenarios.
-pub static STAGES: &[Stage] = &[
-    Stage {
-        name: "keyed-dispatcher-crash.after-crash",
-        fields: &[(E, 1), (R, 0), (H, 0), ("intents.attempts", 1)],
-    },
-    Stage {
-        name: "keyed-dispatcher-crash.final",
-        fields: &[(E, 1), (R, 1), (H, 1), ("receipts.replayed", 1), (U, 0)],
-    },
-    Stage {
-        name: "unkeyed-dispatcher-crash.after-crash",
-        fields: &[(E, 1), (R, 0), (H, 0), ("intents.attempts", 1)],
-    },
-    Stage {
-        name: "unkeyed-dispatcher-crash.final",
-        fields: &[(E, 2), (R, 1), (H, 1), ("receiver.keys", 1)],
-    },
-    Stage {
-        name: "keyed-receiver-restart.after-crash",
-        fields: &[(E, 1), (R, 0), (H, 0)],
-    },
-    Stage {
-        name: "keyed-receiver-restart.final",
-        fields: &[(E, 1), (R, 1), (H, 1), ("receipts.replayed", 1)],
-    },
-    Stage {
-        name: "receiver-unavailable.after-unavailable",
-        fields: &[(E, 0), (R, 0), (H, 0), ("intents.attempts", 0), (U, 1)],
-    },
-    Stage {
-        name: "receiver-unavailable.final",
-        fields: &[(E, 1), (R, 1), (H, 1), (U, 0)],
-    },
-    Stage {
-        name: "key-conflict.final",
-        fields: &[(E, 1), (R, 0), (H, 0), ("receiver.ledger", 1), (U, 1)],
-    },
-    Stage {
-        name: "keyed-receiver-crash.after-crash",
-        fields: &[(E, 1), (R, 0), (H, 0), ("intents.attempts", 1)],
-    },
-    Stage {
-        name: "keyed-receiver-crash.final",
-        fields: &[(E, 1), (R, 1), (H, 1), ("receipts.replayed", 1)],
-    },
-    Stage {
-        name: "unkeyed-receiver-crash.after-crash",
-        fields: &[(E, 1), (R, 0), (H, 0), ("intents.attempts", 1)],
-    },
-    Stage {
-        name: "unkeyed-receiver-crash.final",
-        fields: &[(E, 2), (R, 1), (H, 1)],
-    },
-    Stage {
-        name: "two-dispatchers.final",
-        fields: &[(E, 1), (R, 1), (H, 1), ("intents.attempts", 1)],
-    },
-    Stage {
-        name: "key-expired.final",
-        fields: &[(E, 2), (R, 1), (H, 1), ("receipts.replayed", 0)],
-    },
-    Stage {
-        name: "bad-requests.final",
-        fields: &[(E, 0), (R, 0), (H, 0), ("receiver.ledger", 0)],
-    },
-    Stage {
-        name: "unkeyed-unknown-hold.final",
-        fields: &[(E, 1), (R, 0), (H, 0), ("intents.unknown", 1), (U, 1)],
-    },
-];
-
-pub fn stage(name: &str) -> Option<Stage> {
-    STAGES.iter().find(|s| s.name == name).copied()
+/// A step that runs a role's argv to the given exit.
+fn step(name: &str, argv: Argv, exit: i32, expect: Expect) -> Step {
+    let args: Vec<&str> = argv.args().iter().map(String::as_str).collect();
+    Step::new(name, argv.role(), &args, exit, expect)
 }
 
-const BODY: &str = r#"{"amount":25,"to":"R1"}"#;
-const DISPATCHER: &[&str] = &[
-    "--intents",
-    "intents.db",
-    "--receipts",
-    "receipts.db",
-    "--history",
-    "history.db",
-    "--port-file",
-    "receiver.port",
-];
-const POST: &[&str] = &["--port-file", "receiver.port"];
-
-fn with(base: &[&'static str], more: &[&'static str]) -> Vec<&'static str> {
-    base.iter().chain(more).copied().collect()
+/// A step that runs a role's argv and crashes at `point`.
+fn crashing(name: &str, argv: Argv, point: &str) -> Step {
+    let args: Vec<&str> = argv.args().iter().map(String::as_str).collect();
+    Step::crashing(name, argv.role(), &args, point)
 }
 
 /// Builds one scenario's steps; readback stages are looked up as `<scenario>.<step>`.
@@ -148,10 +66,9 @@ impl Build {
     }
 
     fn intent(self, body: &'static str) -> Build {
-        self.step(Step::new(
+        self.step(step(
             "intent",
-            "intent",
-            &["--intents", "intents.db", "--key", "K1", "--body", body],
+            roles::intent(&FILES, "K1", body),
             EXIT_OK,
             Expect::Exit,
         ))
@@ -162,30 +79,14 @@ impl Build {
         self,
         name: &str,
         mode: &'static str,
-        more: &[&'static str],
+        serve: Serve,
         stop_after: Option<&'static str>,
         crash: Option<&str>,
     ) -> Build {
-        let args = with(
-            &[
-                "--db",
-                "receiver.db",
-                "--mode",
-                mode,
-                "--port-file",
-                "receiver.port",
-            ],
-            more,
-        );
+        let argv = roles::receiver(&FILES, mode, &serve);
         let step = match crash {
-            Some(point) => Step::crashing(name, "receiver", &args, point),
-            None => Step::new(
-                name,
-                "receiver",
-                &args,
-                EXIT_OK,
-                Expect::Output("STOPPED receiver"),
-            ),
+            Some(point) => crashing(name, argv, point),
+            None => step(name, argv, EXIT_OK, Expect::Output("STOPPED receiver")),
         };
         self.step(step.in_background(Background {
             ready: "READY ",
@@ -194,55 +95,30 @@ impl Build {
         }))
     }
 
-    fn dispatch(self, name: &str, more: &[&'static str], exit: i32, expect: Expect) -> Build {
-        self.step(Step::new(
-            name,
-            "dispatcher",
-            &with(DISPATCHER, more),
-            exit,
-            expect,
-        ))
+    fn dispatch(self, name: &str, how: Dispatch, exit: i32, expect: Expect) -> Build {
+        self.step(step(name, roles::dispatcher(&FILES, &how), exit, expect))
     }
 
     fn dispatch_crash(self, point: &str) -> Build {
-        self.step(Step::crashing(
-            "dispatch-crash",
-            "dispatcher",
-            DISPATCHER,
-            point,
-        ))
+        let argv = roles::dispatcher(&FILES, &Dispatch::default());
+        self.step(crashing("dispatch-crash", argv, point))
     }
 
-    fn post(self, name: &str, more: &[&'static str], status: &'static str) -> Build {
-        self.step(Step::new(
+    fn post(self, name: &str, how: Post, status: &'static str) -> Build {
+        self.step(step(
             name,
-            "dispatch-post",
-            &with(POST, more),
+            roles::post(&FILES, &how),
             EXIT_OK,
             Expect::Output(status),
         ))
     }
 
-    fn verify(self, step: &str) -> Build {
-        let full = format!("{}.{step}", self.name);
+    fn verify(self, name: &str) -> Build {
+        let full = format!("{}.{name}", self.name);
         let stage = stage(&full).expect("every readback step has a stage");
-        let args = [
-            "--intents",
-            "intents.db",
-            "--receipts",
-            "receipts.db",
-            "--history",
-            "history.db",
-            "--receiver",
-            "receiver.db",
-            "--json",
-            "--expect",
-            stage.name,
-        ];
-        self.step(Step::new(
-            step,
-            "dispatch-verify",
-            &args,
+        self.step(step(
+            name,
+            roles::verify(&FILES, true, Some(stage.name)),
             EXIT_OK,
             Expect::Readback(stage),
         ))
@@ -261,10 +137,10 @@ impl Build {
 fn dispatcher_crash(name: &'static str, mode: &'static str, recover: Expect) -> Scenario {
     Build::new(name)
         .intent(BODY)
-        .receiver("receiver", mode, &[], None, None)
+        .receiver("receiver", mode, Serve::default(), None, None)
         .dispatch_crash("dispatcher.after-response")
         .verify("after-crash")
-        .dispatch("dispatch-recover", &[], EXIT_OK, recover)
+        .dispatch("dispatch-recover", Dispatch::default(), EXIT_OK, recover)
         .verify("final")
         .done()
 }
@@ -276,21 +152,21 @@ fn receiver_crash(name: &'static str, mode: &'static str) -> Scenario {
         .receiver(
             "receiver-crash",
             mode,
-            &[],
+            Serve::default(),
             Some("dispatch-lost"),
             Some("receiver.after-effect-commit"),
         )
         .dispatch(
             "dispatch-lost",
-            &[],
+            Dispatch::default(),
             EXIT_UNAVAILABLE,
             Expect::Output("the receiver may have run it"),
         )
         .verify("after-crash")
-        .receiver("receiver-restart", mode, &[], None, None)
+        .receiver("receiver-restart", mode, Serve::default(), None, None)
         .dispatch(
             "dispatch-recover",
-            &[],
+            Dispatch::default(),
             EXIT_OK,
             Expect::Output("DISPATCHED delivered=1"),
         )
@@ -313,13 +189,19 @@ pub fn scenarios() -> Vec<Scenario> {
         ),
         Build::new("keyed-receiver-restart")
             .intent(BODY)
-            .receiver("receiver", "keyed", &[], Some("dispatch-crash"), None)
+            .receiver(
+                "receiver",
+                "keyed",
+                Serve::default(),
+                Some("dispatch-crash"),
+                None,
+            )
             .dispatch_crash("dispatcher.after-response")
             .verify("after-crash")
-            .receiver("receiver-restart", "keyed", &[], None, None)
+            .receiver("receiver-restart", "keyed", Serve::default(), None, None)
             .dispatch(
                 "dispatch-recover",
-                &[],
+                Dispatch::default(),
                 EXIT_OK,
                 Expect::Output("status 200 replayed"),
             )
@@ -328,34 +210,44 @@ pub fn scenarios() -> Vec<Scenario> {
         Build::new("receiver-unavailable")
             .intent(BODY)
             // Started and stopped at once: its port file names a port nobody listens on.
-            .receiver("receiver-gone", "keyed", &[], Some("receiver-gone"), None)
+            .receiver(
+                "receiver-gone",
+                "keyed",
+                Serve::default(),
+                Some("receiver-gone"),
+                None,
+            )
             .dispatch(
                 "dispatch-unavailable",
-                &[],
+                Dispatch::default(),
                 EXIT_UNAVAILABLE,
                 Expect::Output("not reachable"),
             )
             .verify("after-unavailable")
-            .receiver("receiver", "keyed", &[], None, None)
+            .receiver("receiver", "keyed", Serve::default(), None, None)
             .dispatch(
                 "dispatch-recover",
-                &[],
+                Dispatch::default(),
                 EXIT_OK,
                 Expect::Output("DISPATCHED delivered=1"),
             )
             .verify("final")
             .done(),
         Build::new("key-conflict")
-            .receiver("receiver", "keyed", &[], None, None)
+            .receiver("receiver", "keyed", Serve::default(), None, None)
             .post(
                 "old-request",
-                &["--key", "K1", "--body", r#"{"amount":10,"to":"R1"}"#],
+                Post {
+                    key: Some("K1"),
+                    body: Some(r#"{"amount":10,"to":"R1"}"#),
+                    ..Post::default()
+                },
                 "STATUS 200",
             )
             .intent(BODY)
             .dispatch(
                 "dispatch-conflict",
-                &[],
+                Dispatch::default(),
                 EXIT_CONFLICT,
                 Expect::Output("payload conflict"),
             )
@@ -367,12 +259,20 @@ pub fn scenarios() -> Vec<Scenario> {
             .intent(BODY)
             // The receiver holds each request 1.5 s, so the first dispatcher holds the lock
             // while the second one starts.
-            .receiver("receiver", "keyed", &["--delay-ms", "1500"], None, None)
+            .receiver(
+                "receiver",
+                "keyed",
+                Serve {
+                    delay_ms: Some(1500),
+                    ..Serve::default()
+                },
+                None,
+                None,
+            )
             .step(
-                Step::new(
+                step(
                     "dispatch-first",
-                    "dispatcher",
-                    DISPATCHER,
+                    roles::dispatcher(&FILES, &Dispatch::default()),
                     EXIT_OK,
                     Expect::Output("DISPATCHED delivered=1"),
                 )
@@ -384,13 +284,16 @@ pub fn scenarios() -> Vec<Scenario> {
             )
             .dispatch(
                 "dispatch-second",
-                &[],
+                Dispatch::default(),
                 EXIT_LOCKED,
                 Expect::Output("held by another dispatcher"),
             )
             .dispatch(
                 "dispatch-waiting",
-                &["--lock-wait-ms", "20000"],
+                Dispatch {
+                    lock_wait_ms: Some(20_000),
+                    ..Dispatch::default()
+                },
                 EXIT_OK,
                 Expect::Output("DISPATCHED delivered=0"),
             )
@@ -398,48 +301,75 @@ pub fn scenarios() -> Vec<Scenario> {
             .done(),
         Build::new("key-expired")
             .intent(BODY)
-            .receiver("receiver", "keyed", &["--key-ttl-ms", "1"], None, None)
+            .receiver(
+                "receiver",
+                "keyed",
+                Serve {
+                    key_ttl_ms: Some(1),
+                    ..Serve::default()
+                },
+                None,
+                None,
+            )
             .dispatch_crash("dispatcher.after-response")
             .dispatch(
                 "dispatch-recover",
-                &[],
+                Dispatch::default(),
                 EXIT_OK,
                 Expect::Output("DISPATCHED delivered=1 replayed=0"),
             )
             .verify("final")
             .done(),
         Build::new("bad-requests")
-            .receiver("receiver", "keyed", &[], None, None)
-            .post("invalid-key", &["--key", "K1;drop"], "STATUS 400")
+            .receiver("receiver", "keyed", Serve::default(), None, None)
             .post(
-                "long-key",
-                &[
-                    "--key",
-                    "K12345678901234567890123456789012345678901234567890123456789012345",
-                ],
+                "invalid-key",
+                Post {
+                    key: Some("K1;drop"),
+                    ..Post::default()
+                },
                 "STATUS 400",
             )
-            .post("missing-key", &[], "STATUS 400")
+            .post(
+                "long-key",
+                Post {
+                    key: Some("K12345678901234567890123456789012345678901234567890123456789012345"),
+                    ..Post::default()
+                },
+                "STATUS 400",
+            )
+            .post("missing-key", Post::default(), "STATUS 400")
             .post(
                 "oversized-body",
-                &["--key", "K2", "--body-bytes", "4097"],
+                Post {
+                    key: Some("K2"),
+                    body_bytes: Some(4097),
+                    ..Post::default()
+                },
                 "STATUS 413",
             )
             .verify("final")
             .done(),
         Build::new("unkeyed-unknown-hold")
             .intent(BODY)
-            .receiver("receiver", "unkeyed", &[], None, None)
+            .receiver("receiver", "unkeyed", Serve::default(), None, None)
             .dispatch_crash("dispatcher.after-response")
             .dispatch(
                 "dispatch-hold",
-                &["--unknown", "hold"],
+                Dispatch {
+                    unknown: Some("hold"),
+                    ..Dispatch::default()
+                },
                 EXIT_OK,
                 Expect::Output("marked unknown"),
             )
             .post(
                 "reconcile",
-                &["--key", "K1", "--get-effect"],
+                Post {
+                    key: Some("K1"),
+                    get_effect: true,
+                    ..Post::default()
+                },
                 "\"ran\":true",
             )
             .verify("final")

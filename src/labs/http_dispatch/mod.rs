@@ -4,10 +4,13 @@
 
 pub mod client;
 pub mod dispatcher;
+pub mod explore;
 pub mod intent;
 pub mod lab;
 pub mod model;
 pub mod points;
 pub mod readback;
 pub mod receiver;
+pub mod roles;
 pub mod schema;
+pub mod stages;

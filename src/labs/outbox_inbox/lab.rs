@@ -19,6 +19,7 @@ pub static LAB: Lab = Lab {
     store: crate::engine::state::SQLITE,
     roles: &["sender", "publisher", "consumer", "enqueue", "verify"],
     load: Some(&super::load::LOAD),
+    explore: Some(&super::explore::PLAN),
 };
 
 pub static STAGES: &[Stage] = &[

@@ -4,6 +4,7 @@
 pub mod consumer;
 pub mod consumer_queue;
 pub mod enqueue;
+pub mod explore;
 pub mod lab;
 pub mod load;
 pub mod load_amounts;

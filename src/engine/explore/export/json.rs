@@ -2,7 +2,7 @@
 
 use anyhow::{Context, Result};
 
-use crate::engine::explore::Report;
+use crate::engine::explore::report::Report;
 
 pub fn render(report: &Report) -> Result<String> {
     serde_json::to_string_pretty(report).context("serializing the explore report")

@@ -2,9 +2,9 @@
 
 use std::fmt::Write;
 
-use crate::engine::explore::check::Invariant;
-use crate::engine::explore::export::{matrix, summary, Colour};
-use crate::engine::explore::Report;
+use crate::engine::explore::export::{anomaly_text, matrix, summary, Colour};
+use crate::engine::explore::invariant::Invariant;
+use crate::engine::explore::report::Report;
 use crate::engine::Lab;
 
 pub fn render(lab: &Lab, report: &Report) -> String {
@@ -13,11 +13,11 @@ pub fn render(lab: &Lab, report: &Report) -> String {
     let _ = writeln!(s);
     let _ = writeln!(
         s,
-        "Crash mode `{}`, files on {}, {} cases ({} processes), {:.0} ms, {:.1} cases/s on {} jobs.",
+        "Crash mode `{}`, files on {}, {} ({}), {:.0} ms, {:.1} cases/s on {} jobs.",
         report.crash_mode,
         report.work_fs,
-        report.cases.len(),
-        report.processes,
+        crate::out::plural(report.cases.len(), "case", "cases"),
+        crate::out::plural(report.processes, "process", "processes"),
         report.wall_ms,
         report.cases_per_s,
         report.jobs
@@ -40,14 +40,14 @@ pub fn render(lab: &Lab, report: &Report) -> String {
         for inv in Invariant::ALL {
             let _ = write!(s, " {} |", inv.title());
         }
-        for title in report.words.count_titles {
+        for (_, title) in report.words.columns {
             let _ = write!(s, " {title} |");
         }
-        let _ = writeln!(s);
+        let _ = writeln!(s, " bad anomalies |");
         let _ = writeln!(
             s,
-            "|---|---:|{}",
-            "---|".repeat(5) + &"---:|".repeat(report.words.count_titles.len())
+            "|---|---:|{}---|",
+            "---|".repeat(5) + &"---:|".repeat(report.words.columns.len())
         );
         for row in &block.rows {
             let _ = write!(s, "| `{}` | {} |", row.point, row.probe_hits);
@@ -55,7 +55,7 @@ pub fn render(lab: &Lab, report: &Report) -> String {
                 let _ = writeln!(
                     s,
                     " not reached |{}",
-                    " |".repeat(4 + report.words.count_titles.len())
+                    " |".repeat(5 + report.words.columns.len())
                 );
                 continue;
             }
@@ -72,7 +72,7 @@ pub fn render(lab: &Lab, report: &Report) -> String {
             for v in &row.counts {
                 let _ = write!(s, " {v} |");
             }
-            let _ = writeln!(s);
+            let _ = writeln!(s, " {} |", anomaly_text(&row.bad_anomalies));
         }
     }
     let _ = writeln!(s);

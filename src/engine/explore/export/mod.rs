@@ -6,9 +6,11 @@ pub mod markdown;
 pub mod svg;
 pub mod table;
 
-use crate::engine::explore::case::{CaseResult, Status};
-use crate::engine::explore::check::Invariant;
-use crate::engine::explore::Report;
+use std::collections::BTreeMap;
+
+use crate::engine::explore::case::CaseResult;
+use crate::engine::explore::invariant::{Invariant, Status};
+use crate::engine::explore::report::Report;
 
 /// One invariant over the cases of one point.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -62,8 +64,22 @@ pub struct Row {
     /// How many times the probe reached the point.
     pub probe_hits: u32,
     pub cells: [Cell; 5],
-    /// Summed over the judged cases, in the order of the lab's count titles.
+    /// Summed over the judged cases, in the order of the lab's count columns.
     pub counts: Vec<i64>,
+    /// The bad anomalies of its judged cases, by kind (Jepsen's words).
+    pub bad_anomalies: BTreeMap<&'static str, usize>,
+}
+
+/// `lost-write x2, duplicate x1`, or `-` for none.
+pub fn anomaly_text(anomalies: &BTreeMap<&'static str, usize>) -> String {
+    if anomalies.is_empty() {
+        return "-".to_string();
+    }
+    anomalies
+        .iter()
+        .map(|(a, n)| format!("{a} x{n}"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// One variant's rows.
@@ -73,6 +89,9 @@ pub struct Block {
     pub rows: Vec<Row>,
     pub cases: u32,
     pub broken_cases: u32,
+    /// Judged cases without a bad anomaly, of the judged ones.
+    pub valid: u32,
+    pub judged: u32,
 }
 
 pub fn matrix(report: &Report) -> Vec<Block> {
@@ -93,10 +112,11 @@ pub fn matrix(report: &Report) -> Vec<Block> {
                     let cases: Vec<&&CaseResult> =
                         mine.iter().filter(|c| c.point == Some(*point)).collect();
                     let mut cells = [Cell::default(); 5];
-                    let mut counts = vec![0; report.words.count_titles.len()];
+                    let mut counts = vec![0; report.words.columns.len()];
+                    let mut bad_anomalies = BTreeMap::new();
                     for (cell, inv) in cells.iter_mut().zip(Invariant::ALL) {
                         cell.predicted = report.predictions.iter().any(|p| {
-                            p.variant == *variant && p.point == *point && p.invariant == inv
+                            p.variant == *variant && p.names(point) && p.invariants.contains(&inv)
                         });
                         for c in &cases {
                             if c.status == Status::Error {
@@ -110,8 +130,11 @@ pub fn matrix(report: &Report) -> Vec<Block> {
                     }
                     for c in &cases {
                         if matches!(c.status, Status::Holds | Status::Breaks) {
-                            for (sum, v) in counts.iter_mut().zip(c.counts.values()) {
-                                *sum += v;
+                            for (sum, (key, _)) in counts.iter_mut().zip(report.words.columns) {
+                                *sum += c.counts.get(key);
+                            }
+                            for f in &c.bad_anomalies {
+                                *bad_anomalies.entry(f.anomaly.name()).or_default() += 1;
                             }
                         }
                     }
@@ -120,11 +143,18 @@ pub fn matrix(report: &Report) -> Vec<Block> {
                         probe_hits: probe.result.hits.get(*point).copied().unwrap_or(0),
                         cells,
                         counts,
+                        bad_anomalies,
                     }
                 })
                 .collect();
+            let judged: Vec<&&CaseResult> = mine
+                .iter()
+                .filter(|c| matches!(c.status, Status::Holds | Status::Breaks))
+                .collect();
             Block {
                 variant,
+                judged: judged.len() as u32,
+                valid: judged.iter().filter(|c| c.bad_anomalies.is_empty()).count() as u32,
                 cases: mine.len() as u32,
                 broken_cases: mine
                     .iter()
@@ -136,13 +166,19 @@ pub fn matrix(report: &Report) -> Vec<Block> {
         .collect()
 }
 
-/// `holds everywhere`, or how many cases broke.
+/// `holds at every reached point`, or how many cases broke; and how many judged cases were
+/// valid in Jepsen's sense (no bad anomaly).
 pub fn summary(block: &Block) -> String {
+    let valid = format!(
+        "{} of {} valid",
+        block.valid,
+        crate::out::plural(block.judged, "judged case", "judged cases")
+    );
     if block.broken_cases == 0 {
-        "holds at every reached point".to_string()
+        format!("holds at every reached point; {valid}")
     } else {
         format!(
-            "{} of {} break",
+            "{} of {} break; {valid}",
             block.broken_cases,
             crate::out::plural(block.cases, "case", "cases")
         )

@@ -4,9 +4,9 @@
 
 use std::fmt::Write;
 
-use crate::engine::explore::check::Invariant;
 use crate::engine::explore::export::{matrix, Colour};
-use crate::engine::explore::Report;
+use crate::engine::explore::invariant::Invariant;
+use crate::engine::explore::report::Report;
 use crate::engine::report::text::{columns, escape, truncate, width_px, CHAR_EM};
 
 const TOP: i32 = 112;
@@ -60,6 +60,8 @@ const LEGEND: [(Option<Colour>, &str); 5] = [
     (None, "predicted break"),
 ];
 const LEGEND_STEP: i32 = 18 + 16;
+/// The side of a legend's square.
+const SWATCH: i32 = 14;
 
 pub fn render(report: &Report) -> String {
     let blocks = matrix(report);
@@ -75,6 +77,13 @@ pub fn render(report: &Report) -> String {
         report.cases.len(),
         report.processes,
         report.wall_ms
+    );
+    let widest_title = format!(
+        "crashlab explore {}: crash mode {}, {} cases, {} processes, 99999999 ms",
+        report.lab,
+        report.crash_mode,
+        report.cases.len(),
+        report.processes,
     );
     let key: Vec<String> = Invariant::ALL
         .iter()
@@ -96,7 +105,9 @@ pub fn render(report: &Report) -> String {
     };
     let width = [
         left + group_widths.iter().sum::<usize>() as i32 + MARGIN,
-        2 * MARGIN + px(&title, TITLE_FONT),
+        // The wall time's digits vary from run to run; the canvas must not (a rerun
+        // compares it), so it is measured as if the time had eight digits.
+        2 * MARGIN + px(&title, TITLE_FONT).max(px(&widest_title, TITLE_FONT)),
         2 * MARGIN + px(&key, FONT),
         2 * MARGIN + legend_w,
         2 * MARGIN + px(verdict, FONT),
@@ -137,7 +148,7 @@ pub fn render(report: &Report) -> String {
         };
         let _ = writeln!(
             s,
-            r#"<rect x="{x}" y="34" width="14" height="14" {style}/><text x="{}" y="45">{label}</text>"#,
+            r#"<rect x="{x}" y="34" width="{SWATCH}" height="{SWATCH}" {style}/><text x="{}" y="45">{label}</text>"#,
             x + 20
         );
         x += px(label, FONT) + LEGEND_STEP;

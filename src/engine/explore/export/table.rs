@@ -3,9 +3,9 @@
 use std::fmt::Write;
 use std::path::Path;
 
-use crate::engine::explore::check::Invariant;
-use crate::engine::explore::export::{matrix, summary, Colour};
-use crate::engine::explore::Report;
+use crate::engine::explore::export::{anomaly_text, matrix, summary, Colour};
+use crate::engine::explore::invariant::Invariant;
+use crate::engine::explore::report::Report;
 use crate::engine::Lab;
 
 pub fn render(lab: &Lab, report: &Report, out: &Path) -> String {
@@ -13,11 +13,11 @@ pub fn render(lab: &Lab, report: &Report, out: &Path) -> String {
     let _ = writeln!(s, "lab {} ({}): {}", lab.id, lab.slug, lab.title);
     let _ = writeln!(
         s,
-        "explore: crash mode {}, files on {}, {} cases ({} processes) in {:.0} ms, {:.1} cases/s, {} jobs; evidence in {}",
+        "explore: crash mode {}, files on {}, {} ({}) in {:.0} ms, {:.1} cases/s, {} jobs; evidence in {}",
         report.crash_mode,
         report.work_fs,
-        report.cases.len(),
-        report.processes,
+        crate::out::plural(report.cases.len(), "case", "cases"),
+        crate::out::plural(report.processes, "process", "processes"),
         report.wall_ms,
         report.cases_per_s,
         report.jobs,
@@ -36,10 +36,10 @@ pub fn render(lab: &Lab, report: &Report, out: &Path) -> String {
         for inv in Invariant::ALL {
             let _ = write!(s, " {:>11}", inv.short());
         }
-        for title in report.words.count_titles {
+        for (_, title) in report.words.columns {
             let _ = write!(s, " {title:>10}");
         }
-        let _ = writeln!(s);
+        let _ = writeln!(s, "  bad anomalies");
         for row in &block.rows {
             let _ = write!(s, "{:<32} {:>4}", row.point, row.probe_hits);
             if row.cells[0].colour() == Colour::NotReached {
@@ -53,7 +53,7 @@ pub fn render(lab: &Lab, report: &Report, out: &Path) -> String {
             for v in &row.counts {
                 let _ = write!(s, " {v:>10}");
             }
-            let _ = writeln!(s);
+            let _ = writeln!(s, "  {}", anomaly_text(&row.bad_anomalies));
         }
     }
     let _ = writeln!(s);

@@ -48,54 +48,24 @@ impl StateStore for Sqlite {
         step: &str,
         cache: &mut Cache,
     ) -> Result<Vec<FileRow>> {
-        let mut rows = Vec::with_capacity(names.len());
-        for db in names {
-            let path = work.join(db);
-            let row = |file: String,
-                       exists: bool,
-                       bytes: u64,
-                       sha256: Option<String>,
-                       logical: Option<String>| FileRow {
-                scenario: scenario.to_string(),
-                after_step: step.to_string(),
-                file,
-                exists,
-                bytes,
-                sha256,
-                logical_sha256: logical,
-                frozen: Vec::new(),
-            };
-            if path.is_file() {
-                let (bytes, sha) = sha256_file(&path)?;
-                let wal = work.join(format!("{db}-wal"));
-                let wal_sha = if wal.is_file() {
-                    Some(sha256_file(&wal)?.1)
-                } else {
-                    None
-                };
-                // One file and one WAL are one content: the key is their raw digests.
-                let key = format!("{sha} {}", wal_sha.as_deref().unwrap_or("-"));
-                let logical = cache.get_or_take(key, || logical_sha256_of_copy(&path).ok());
-                rows.push(row(db.to_string(), true, bytes, Some(sha), logical));
-            } else {
-                rows.push(row(db.to_string(), false, 0, None, None));
-            }
-            for suffix in SIDE_SUFFIXES {
-                let side = work.join(format!("{db}{suffix}"));
-                if side.is_file() {
-                    let (bytes, sha) = sha256_file(&side)?;
-                    rows.push(row(format!("{db}{suffix}"), true, bytes, Some(sha), None));
-                }
-            }
-        }
-        // Postcondition: every store has its own row, in the order of `names`.
-        debug_assert_eq!(
-            rows.iter()
-                .filter(|r| names.contains(&r.file.as_str()))
-                .count(),
-            names.len()
-        );
-        Ok(rows)
+        rows(work, names, scenario, step, cache, Read::Copy)
+    }
+
+    fn snapshot_settled(
+        &self,
+        work: &Path,
+        names: &[&str],
+        scenario: &str,
+        step: &str,
+    ) -> Result<Vec<FileRow>> {
+        rows(
+            work,
+            names,
+            scenario,
+            step,
+            &mut Cache::new(),
+            Read::InPlace,
+        )
     }
 
     fn logical_digest(&self, work: &Path, name: &str) -> Result<String> {
@@ -173,4 +143,76 @@ fn fold(kept: &Path) -> rusqlite::Result<()> {
 
 fn write(path: &Path, bytes: &[u8]) -> Result<()> {
     fs::write(path, bytes).with_context(|| format!("writing {}", path.display()))
+}
+
+/// How a snapshot reads a database's content for its logical digest.
+#[derive(Clone, Copy)]
+enum Read {
+    /// From a private copy: a process may still hold the file, and a reader must not
+    /// change a byte of it (a WAL it would checkpoint, an -shm it would rebuild).
+    Copy,
+    /// In place, read-only: nothing runs in the work directory any more, and the run's own
+    /// readers have opened the files so already; spares a copy of every database and WAL.
+    InPlace,
+}
+
+fn rows(
+    work: &Path,
+    names: &[&str],
+    scenario: &str,
+    step: &str,
+    cache: &mut Cache,
+    read: Read,
+) -> Result<Vec<FileRow>> {
+    let mut rows = Vec::with_capacity(names.len());
+    for db in names {
+        let path = work.join(db);
+        let row = |file: String,
+                   exists: bool,
+                   bytes: u64,
+                   sha256: Option<String>,
+                   logical: Option<String>| FileRow {
+            scenario: scenario.to_string(),
+            after_step: step.to_string(),
+            file,
+            exists,
+            bytes,
+            sha256,
+            logical_sha256: logical,
+            frozen: Vec::new(),
+        };
+        if path.is_file() {
+            let (bytes, sha) = sha256_file(&path)?;
+            let wal = work.join(format!("{db}-wal"));
+            let wal_sha = if wal.is_file() {
+                Some(sha256_file(&wal)?.1)
+            } else {
+                None
+            };
+            // One file and one WAL are one content: the key is their raw digests.
+            let key = format!("{sha} {}", wal_sha.as_deref().unwrap_or("-"));
+            let logical = cache.get_or_take(key, || match read {
+                Read::Copy => logical_sha256_of_copy(&path).ok(),
+                Read::InPlace => logical_sha256(&path).ok(),
+            });
+            rows.push(row(db.to_string(), true, bytes, Some(sha), logical));
+        } else {
+            rows.push(row(db.to_string(), false, 0, None, None));
+        }
+        for suffix in SIDE_SUFFIXES {
+            let side = work.join(format!("{db}{suffix}"));
+            if side.is_file() {
+                let (bytes, sha) = sha256_file(&side)?;
+                rows.push(row(format!("{db}{suffix}"), true, bytes, Some(sha), None));
+            }
+        }
+    }
+    // Postcondition: every store has its own row, in the order of `names`.
+    debug_assert_eq!(
+        rows.iter()
+            .filter(|r| names.contains(&r.file.as_str()))
+            .count(),
+        names.len()
+    );
+    Ok(rows)
 }

@@ -8,8 +8,8 @@ use std::path::Path;
 
 use anyhow::Result;
 
-use crate::labs::outbox_inbox::readback;
-use crate::labs::outbox_inbox::schema::{QUEUE, RECEIVER, SENDER};
+use super::super::readback;
+use super::super::schema::{QUEUE, RECEIVER, SENDER};
 use crate::store;
 
 /// One row of `deliveries`.
@@ -59,11 +59,6 @@ impl Observed {
             .iter()
             .filter(|d| d.status == "pending")
             .count()
-    }
-
-    /// Nothing left for a publisher or a consumer to do.
-    pub fn quiescent(&self) -> bool {
-        self.outbox_pending() == 0 && self.queue_pending() == 0
     }
 }
 

@@ -1,0 +1,218 @@
+//! A run of explore end to end: the cases, the verdict, and `explore.json`, `explore.md`,
+//! `explore.svg` and the manifest in the run's directory.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+use serde::Serialize;
+
+use crate::engine::evidence;
+use crate::engine::explore::case::CaseResult;
+use crate::engine::explore::export;
+use crate::engine::explore::invariant::Status;
+use crate::engine::explore::plan::{ExplorePlan, Prediction, Words};
+use crate::engine::explore::run::{self, HITS_MAX};
+use crate::engine::explore::steps::Env;
+use crate::engine::explore::verdict::{self, Design};
+use crate::engine::explore::Run;
+use crate::engine::nemesis::Nemesis;
+use crate::engine::Lab;
+
+/// One design's probe and the hits it saw.
+#[derive(Debug, Clone, Serialize)]
+pub struct Probe {
+    pub variant: &'static str,
+    pub result: CaseResult,
+}
+
+/// One design in Jepsen's words: how many judged cases were valid (no bad anomaly), and
+/// the anomalies over all of them, by kind.
+#[derive(Debug, Clone, Serialize)]
+pub struct Summary {
+    pub variant: &'static str,
+    pub cases: usize,
+    pub judged: usize,
+    pub valid: usize,
+    pub anomalies: BTreeMap<&'static str, usize>,
+    pub bad_anomalies: BTreeMap<&'static str, usize>,
+}
+
+/// Everything a run found, for the exporters.
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    pub lab: String,
+    pub crashlab_version: String,
+    pub git: Option<evidence::Git>,
+    pub sqlite_version: String,
+    pub command: Vec<String>,
+    pub crash_mode: &'static str,
+    pub jobs: usize,
+    /// The file system the databases lived on while the cases ran (`tmpfs`, `ext4`, …).
+    pub work_fs: String,
+    pub hits_max: u32,
+    pub variants: Vec<&'static str>,
+    pub points: Vec<&'static str>,
+    pub predictions: Vec<Prediction>,
+    pub probes: Vec<Probe>,
+    pub cases: Vec<CaseResult>,
+    /// Per design, in Jepsen's words.
+    pub summary: Vec<Summary>,
+    /// Each way the run differs from what the designs predict; empty when it exits 0.
+    pub differences: Vec<String>,
+    /// What the designs showed, one line each (predicted or not).
+    pub findings: Vec<String>,
+    pub ok: bool,
+    pub processes: usize,
+    pub wall_ms: f64,
+    pub cases_per_s: f64,
+    /// The lab's words for the exporters.
+    #[serde(skip)]
+    pub words: &'static Words,
+}
+
+fn summary(variant: &'static str, cases: &[CaseResult]) -> Summary {
+    let mine: Vec<&CaseResult> = cases.iter().filter(|c| c.variant == variant).collect();
+    let judged: Vec<&&CaseResult> = mine
+        .iter()
+        .filter(|c| matches!(c.status, Status::Holds | Status::Breaks))
+        .collect();
+    let mut s = Summary {
+        variant,
+        cases: mine.len(),
+        judged: judged.len(),
+        valid: judged.iter().filter(|c| c.bad_anomalies.is_empty()).count(),
+        anomalies: BTreeMap::new(),
+        bad_anomalies: BTreeMap::new(),
+    };
+    for c in &judged {
+        for f in &c.anomalies {
+            *s.anomalies.entry(f.anomaly.name()).or_default() += 1;
+        }
+        for f in &c.bad_anomalies {
+            *s.bad_anomalies.entry(f.anomaly.name()).or_default() += 1;
+        }
+    }
+    s
+}
+
+fn progress() -> indicatif::ProgressBar {
+    use std::io::IsTerminal;
+    if !std::io::stderr().is_terminal() {
+        return indicatif::ProgressBar::hidden();
+    }
+    let bar = indicatif::ProgressBar::new(0);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template(
+            "cases [{bar:40}] {pos}/{len}, {per_sec}, {elapsed}",
+        )
+        .expect("a valid template")
+        .progress_chars("=> "),
+    );
+    bar
+}
+
+pub fn explore(
+    lab: &Lab,
+    plan: &dyn ExplorePlan,
+    nemesis: &dyn Nemesis,
+    run: &Run<'_>,
+    dir: &Path,
+) -> Result<Report> {
+    let started = Instant::now();
+    let exe = std::env::current_exe().context("locating the crashlab binary")?;
+    // The children run in their work directories and write their events here.
+    let dir = &std::path::absolute(dir).context("resolving the output directory")?;
+    let env = Env {
+        exe: &exe,
+        dir,
+        work_root: run.root,
+        nemesis,
+        timeout: run.timeout,
+        store: lab.store,
+    };
+    let bar = progress();
+    bar.inc_length(run.designs.len() as u64);
+    let (probes, cases) = run::run_all(plan, run.designs, run.points, &env, run.jobs, &bar)?;
+    bar.finish_and_clear();
+
+    let mut differences = Vec::new();
+    for p in &probes {
+        if p.status != Status::Holds {
+            differences.push(format!(
+                "{}: the run without a crash does not hold ({})",
+                p.variant,
+                p.problems.join("; ")
+            ));
+        }
+    }
+    let designs: Vec<Design<'_>> = run
+        .designs
+        .iter()
+        .zip(&probes)
+        .map(|(name, probe)| Design {
+            name,
+            predictions: plan
+                .predictions()
+                .iter()
+                .filter(|p| p.variant == *name)
+                .collect(),
+            probe_hits: &probe.hits,
+        })
+        .collect();
+    let (more, findings) = verdict::verdict(&designs, run.points, &cases);
+    differences.extend(more);
+    let processes = cases.iter().map(|c| c.processes).sum::<usize>()
+        + probes.iter().map(|c| c.processes).sum::<usize>();
+    let wall_s = started.elapsed().as_secs_f64();
+    let report = Report {
+        lab: lab.full_name(),
+        crashlab_version: env!("CARGO_PKG_VERSION").to_string(),
+        git: evidence::build_checkout().and_then(|c| evidence::git_state(&c)),
+        sqlite_version: crate::store::sqlite_version(),
+        command: run.command.clone(),
+        crash_mode: nemesis.name(),
+        jobs: run.jobs,
+        work_fs: run.work_fs.clone(),
+        hits_max: HITS_MAX,
+        variants: run.designs.to_vec(),
+        points: run.points.to_vec(),
+        predictions: plan
+            .predictions()
+            .iter()
+            .filter(|p| run.designs.contains(&p.variant))
+            .copied()
+            .collect(),
+        summary: run.designs.iter().map(|d| summary(d, &cases)).collect(),
+        probes: run
+            .designs
+            .iter()
+            .zip(probes)
+            .map(|(v, result)| Probe { variant: v, result })
+            .collect(),
+        ok: differences.is_empty(),
+        differences,
+        findings,
+        processes,
+        // The time covers probes, cases and their evidence; the exports after it are small.
+        wall_ms: (wall_s * 1e6).round() / 1000.0,
+        cases_per_s: ((cases.len() as f64 / wall_s.max(1e-9)) * 10.0).round() / 10.0,
+        cases,
+        words: plan.words(),
+    };
+    std::fs::write(
+        dir.join("explore.json"),
+        export::json::render(&report)? + "\n",
+    )
+    .context("writing explore.json")?;
+    std::fs::write(
+        dir.join("explore.md"),
+        export::markdown::render(lab, &report),
+    )
+    .context("writing explore.md")?;
+    std::fs::write(dir.join("explore.svg"), export::svg::render(&report))
+        .context("writing explore.svg")?;
+    evidence::write_manifest(dir)?;
+    Ok(report)
+}

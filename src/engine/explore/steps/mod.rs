@@ -1,0 +1,348 @@
+//! The processes of one case: each a real child through `engine::process`, its stdout,
+//! stderr and events (`CRASHLAB_EVENTS`) beside each other in the case's directory. The
+//! case's crash is armed here, in the first scenario step of the point's role; a lab's plan
+//! only names its steps.
+
+use std::any::Any;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::Result;
+
+mod record;
+
+use crate::engine::evidence::Process;
+use crate::engine::process::{self, Ended, Started};
+use crate::events::{self, Event, EVENTS_ENV};
+use crate::fail;
+pub use record::{Crash, Env, StepRecord};
+
+/// A process started in the background and not stopped yet.
+pub struct Background {
+    name: String,
+    argv: Vec<String>,
+    armed: bool,
+    started: Started,
+}
+
+/// Polls of a background process's events while it gets ready.
+const READY_POLL: Duration = Duration::from_millis(2);
+
+/// The processes of one case, and where their outputs go.
+pub struct Steps<'a> {
+    env: &'a Env<'a>,
+    crash: Option<Crash>,
+    armed: bool,
+    /// The armed step, while it runs in the background.
+    armed_running: Option<String>,
+    recovering: bool,
+    rel: String,
+    case_dir: PathBuf,
+    work: &'a Path,
+    pub(super) processes: Vec<Process>,
+    pub(super) records: Vec<StepRecord>,
+    reaper: process::Reaper,
+    /// Processes started so far: a background one is numbered when it starts and recorded
+    /// when it ends.
+    started: usize,
+    /// The lab's last reading of the files, valid while no process runs (`memo`).
+    memo: Option<Box<dyn Any + Send>>,
+}
+
+impl<'a> Steps<'a> {
+    pub(super) fn new(
+        env: &'a Env<'a>,
+        crash: Option<Crash>,
+        rel: String,
+        work: &'a Path,
+    ) -> Steps<'a> {
+        Steps {
+            env,
+            crash,
+            armed: false,
+            armed_running: None,
+            recovering: false,
+            case_dir: env.dir.join(&rel),
+            rel,
+            work,
+            processes: Vec::new(),
+            records: Vec::new(),
+            reaper: process::Reaper(Vec::new()),
+            started: 0,
+            memo: None,
+        }
+    }
+
+    /// The lab's last reading of the files, if no process has started or ended since: a
+    /// case reads its files once per decision, not once per question.
+    pub fn memo<T: Any + Send>(&self) -> Option<&T> {
+        self.memo.as_ref().and_then(|m| m.downcast_ref())
+    }
+
+    pub fn set_memo<T: Any + Send>(&mut self, value: T) {
+        self.memo = Some(Box::new(value));
+    }
+
+    /// Every process that has ended, in the order they ended.
+    pub fn records(&self) -> &[StepRecord] {
+        &self.records
+    }
+
+    /// The scenario is over: no step is armed from now on.
+    pub(super) fn recovering(&mut self) {
+        self.recovering = true;
+    }
+
+    /// The case's work directory (the lab's files).
+    pub fn work(&self) -> &Path {
+        self.work
+    }
+
+    /// The step timeout: a lab bounds its own client waits inside it.
+    pub fn timeout(&self) -> Duration {
+        self.env.timeout
+    }
+
+    /// The role whose armed step crashed, once it has (a background step still running
+    /// counts from its `crash` event).
+    pub fn crashed_role(&self) -> Option<&'static str> {
+        let crash = self.crash?;
+        let ended = self.records.iter().any(|r| r.armed && r.crashed());
+        (ended || self.running_crashed()).then(|| crash.role())
+    }
+
+    /// An armed step still running in the background has reported its crash.
+    fn running_crashed(&self) -> bool {
+        self.armed_running
+            .as_ref()
+            .is_some_and(|name| self.events_now(name).iter().any(is_crash))
+    }
+
+    /// The exit the last ended step had to end with, when the lab knows better than `0` (a
+    /// client whose server crashed under it).
+    pub fn expect_last(&mut self, exit: i32) {
+        let last = self.processes.last_mut().expect("a step ended");
+        if last.crash_point.is_none() {
+            last.expected_exit = exit;
+        }
+    }
+
+    fn name(&mut self, role: &str, what: &str) -> String {
+        // A process is about to change the files: the last reading is stale.
+        self.memo = None;
+        self.started += 1;
+        let prefix = if self.recovering { "recover-" } else { "" };
+        let what = if what.is_empty() { role } else { what };
+        format!("{:02}-{prefix}{what}", self.started)
+    }
+
+    fn events_path(&self, name: &str) -> PathBuf {
+        self.case_dir.join(format!("{name}.events.jsonl"))
+    }
+
+    /// The argv with the crash's flags when this is the step it is armed in.
+    fn arm(&mut self, mut argv: Vec<String>) -> (Vec<String>, bool) {
+        let Some(crash) = self.crash else {
+            return (argv, false);
+        };
+        if self.recovering || self.armed || argv.first().map(String::as_str) != Some(crash.role()) {
+            return (argv, false);
+        }
+        self.armed = true;
+        argv.extend(
+            self.env
+                .nemesis
+                .arm(&format!("{}@{}", crash.point, crash.hit)),
+        );
+        (argv, true)
+    }
+
+    /// Run a role in the foreground, bounded by the step timeout. `what` names its files
+    /// (the role's name when empty).
+    pub fn run(&mut self, what: &str, argv: Vec<String>) -> Result<()> {
+        let role = argv.first().cloned().unwrap_or_default();
+        let name = self.name(&role, what);
+        let (argv, armed) = self.arm(argv);
+        let ended = if armed && self.env.nemesis.needs_kill() {
+            self.run_until_crash(&name, &argv)?
+        } else {
+            process::run_env(
+                self.env.exe,
+                &argv,
+                &[(EVENTS_ENV, &self.events_path(&name))],
+                self.work,
+                &self.case_dir.join(format!("{name}.stdout.txt")),
+                &self.case_dir.join(format!("{name}.stderr.txt")),
+                self.env.timeout,
+            )?
+        };
+        self.record(name, argv, armed, ended);
+        Ok(())
+    }
+
+    /// An armed step whose nemesis leaves the killing to the engine (a hang): killed as soon
+    /// as it reports its crash, instead of at the step timeout.
+    fn run_until_crash(&mut self, name: &str, argv: &[String]) -> Result<Ended> {
+        let started = process::spawn_env(
+            self.env.exe,
+            argv,
+            &[(EVENTS_ENV, &self.events_path(name))],
+            self.work,
+            &self.case_dir.join(format!("{name}.stdout.txt")),
+            &self.case_dir.join(format!("{name}.stderr.txt")),
+        )?;
+        self.reaper.0.push(started.pid);
+        let rounds = self.env.timeout.as_millis() / READY_POLL.as_millis() + 1;
+        let mut ended = None;
+        for _ in 0..rounds {
+            crate::interrupt::check()?;
+            if let Some(e) = process::poll_exit(&started)? {
+                ended = Some(e);
+                break;
+            }
+            if self.events_now(name).iter().any(is_crash) {
+                break;
+            }
+            std::thread::sleep(READY_POLL);
+        }
+        let ended = match ended {
+            Some(e) => e,
+            // Crashed and hanging, or past the timeout: SIGKILL, reported as timed out.
+            None => process::stop(&started, false, Duration::from_millis(1))?,
+        };
+        self.reaper.0.retain(|p| *p != started.pid);
+        Ok(ended)
+    }
+
+    /// Start a role in the background and wait (bounded by the step timeout) for its `ready`
+    /// event. When it ends or times out before that, it is recorded and None comes back.
+    pub fn start(&mut self, what: &str, argv: Vec<String>) -> Result<Option<Background>> {
+        let role = argv.first().cloned().unwrap_or_default();
+        let name = self.name(&role, what);
+        let (argv, armed) = self.arm(argv);
+        let started = process::spawn_env(
+            self.env.exe,
+            &argv,
+            &[(EVENTS_ENV, &self.events_path(&name))],
+            self.work,
+            &self.case_dir.join(format!("{name}.stdout.txt")),
+            &self.case_dir.join(format!("{name}.stderr.txt")),
+        )?;
+        self.reaper.0.push(started.pid);
+        let rounds = self.env.timeout.as_millis() / READY_POLL.as_millis() + 1;
+        for _ in 0..rounds {
+            // Interrupted: the reaper kills the child on the way out.
+            crate::interrupt::check()?;
+            if self
+                .events_now(&name)
+                .iter()
+                .any(|e| matches!(e, Event::Ready { .. }))
+            {
+                if armed {
+                    self.armed_running = Some(name.clone());
+                }
+                return Ok(Some(Background {
+                    name,
+                    argv,
+                    armed,
+                    started,
+                }));
+            }
+            if let Some(ended) = process::poll_exit(&started)? {
+                self.reaper.0.retain(|p| *p != started.pid);
+                self.record(name, argv, armed, ended);
+                return Ok(None);
+            }
+            std::thread::sleep(READY_POLL);
+        }
+        let mut ended = process::stop(&started, false, Duration::from_millis(1))?;
+        ended.timed_out = true;
+        self.reaper.0.retain(|p| *p != started.pid);
+        self.record(name, argv, armed, ended);
+        Ok(None)
+    }
+
+    /// Stop a background step: one that reported its crash is ending by itself (or hangs)
+    /// and is only waited for; any other gets SIGTERM. Both bounded by the step timeout,
+    /// then SIGKILL.
+    pub fn stop(&mut self, background: Option<Background>) -> Result<()> {
+        let Some(bg) = background else {
+            return Ok(());
+        };
+        let crashing = self.events_now(&bg.name).iter().any(is_crash);
+        // A crashed step the nemesis leaves hanging is killed at once.
+        let bound = match crashing && self.env.nemesis.needs_kill() {
+            true => Duration::from_millis(1),
+            false => self.env.timeout,
+        };
+        let ended = process::stop(&bg.started, !crashing, bound)?;
+        self.reaper.0.retain(|p| *p != bg.started.pid);
+        self.record(bg.name, bg.argv, bg.armed, ended);
+        Ok(())
+    }
+
+    /// The events a running process has written so far: complete lines only (one being
+    /// written is read on the next poll).
+    fn events_now(&self, name: &str) -> Vec<Event> {
+        let text = std::fs::read_to_string(self.events_path(name)).unwrap_or_default();
+        let complete = text.rfind('\n').map_or("", |end| &text[..=end]);
+        complete
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect()
+    }
+
+    /// Record an ended process: its `processes.json` entry and its record.
+    fn record(&mut self, name: String, argv: Vec<String>, armed: bool, ended: Ended) {
+        self.memo = None;
+        let (events, events_error) = match events::read(&self.events_path(&name)) {
+            Ok(events) => (events, None),
+            Err(e) => (Vec::new(), Some(format!("{e:#}"))),
+        };
+        let crash = self.crash.filter(|_| armed);
+        if armed {
+            self.armed_running = None;
+        }
+        let expected_exit = match crash {
+            Some(c) if c.expect_reached => self.env.nemesis.expected_exit(),
+            // Armed where the probe never saw the point: the phase says it was not reached.
+            Some(_) => fail::EXIT_NOT_REACHED,
+            None => fail::EXIT_OK,
+        };
+        let mut full = vec!["crashlab".to_string()];
+        full.extend(argv.iter().cloned());
+        self.processes.push(Process {
+            scenario: self.rel.clone(),
+            step: name.clone(),
+            argv: full,
+            expected_exit,
+            exit: ended.exit,
+            signal: ended.signal,
+            crash_point: crash.map(|c| format!("{}@{}", c.point, c.hit)),
+            crash_mode: crash.map(|_| self.env.nemesis.name().to_string()),
+            stdout: format!("{name}.stdout.txt"),
+            stderr: format!("{name}.stderr.txt"),
+            wall_ms: (ended.wall_ms * 1000.0).round() / 1000.0,
+            max_rss_kb: ended.max_rss_kb,
+            timed_out: ended.timed_out,
+        });
+        self.records.push(StepRecord {
+            name,
+            role: argv.first().cloned().unwrap_or_default(),
+            armed,
+            in_scenario: !self.recovering,
+            ended,
+            events,
+            events_error,
+        });
+    }
+
+    /// Every background step was stopped.
+    pub(super) fn all_stopped(&self) -> bool {
+        self.reaper.0.is_empty()
+    }
+}
+
+fn is_crash(e: &Event) -> bool {
+    matches!(e, Event::Crash { .. })
+}

@@ -1,0 +1,77 @@
+//! What a case's steps share and what each leaves behind: the environment, the crash, and
+//! the record of an ended process with its events.
+
+use std::path::Path;
+use std::time::Duration;
+
+use crate::engine::nemesis::Nemesis;
+use crate::engine::process::Ended;
+use crate::events::Event;
+
+/// What every case shares.
+pub struct Env<'a> {
+    pub exe: &'a Path,
+    /// The run's directory being written (the `.partial` one), absolute: the children run
+    /// in their work directory and write their events here.
+    pub dir: &'a Path,
+    /// Where the cases' work directories are made.
+    pub work_root: &'a Path,
+    pub nemesis: &'a dyn Nemesis,
+    pub timeout: Duration,
+    /// The lab's kind of store: the cases' snapshots and kept databases go through it.
+    pub store: &'a dyn crate::engine::state::StateStore,
+}
+
+/// The crash of a case: `point@hit`, armed in the first scenario step of `role`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Crash {
+    pub point: &'static str,
+    pub hit: u32,
+    /// The probe saw the point reached at least `hit` times.
+    pub expect_reached: bool,
+}
+
+impl Crash {
+    /// The role a point belongs to: `consumer` for `consumer.after-ack`.
+    pub fn role(&self) -> &'static str {
+        self.point.split('.').next().unwrap_or(self.point)
+    }
+}
+
+/// One ended process, as the lab's judge and the engine's checks see it.
+#[derive(Debug, Clone)]
+pub struct StepRecord {
+    /// `01-sender`: the stem of its files.
+    pub name: String,
+    /// Its subcommand.
+    pub role: String,
+    pub armed: bool,
+    /// Run by the scenario (false: by recovery).
+    pub in_scenario: bool,
+    pub ended: Ended,
+    /// Its events; empty when the file could not be read (`events_error` says why).
+    pub events: Vec<Event>,
+    pub events_error: Option<String>,
+}
+
+impl StepRecord {
+    /// It reported the crash it was armed for.
+    pub fn crashed(&self) -> bool {
+        self.events.iter().any(|e| matches!(e, Event::Crash { .. }))
+    }
+
+    /// It ran to its end and reported its armed point not reached.
+    pub fn not_reached(&self) -> bool {
+        self.events
+            .iter()
+            .any(|e| matches!(e, Event::NotReached { .. }))
+    }
+
+    /// Its commits: (database, what it made durable).
+    pub fn commits(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.events.iter().filter_map(|e| match e {
+            Event::Commit { db, what } => Some((db.as_str(), what.as_str())),
+            _ => None,
+        })
+    }
+}

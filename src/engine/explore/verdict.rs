@@ -1,0 +1,323 @@
+//! The one verdict rule, for every lab: a design breaks exactly where it predicts and
+//! nowhere else. At every judged case, the invariants that break and the kinds of bad
+//! anomalies (Jepsen's words) must be exactly those its predictions name for that point and
+//! hit; a design without a prediction (the correct one) breaks nowhere. Every predicted
+//! point and hit must be explored and reached, except points `--points` leaves out (said in
+//! the findings; a design none of whose predicted points is explored is a difference).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::engine::explore::case::CaseResult;
+use crate::engine::explore::invariant::{Invariant, Status};
+use crate::engine::explore::plan::Prediction;
+use crate::engine::jepsen::Anomaly;
+
+/// What one design's explored cases are compared with.
+pub struct Design<'a> {
+    pub name: &'static str,
+    pub predictions: Vec<&'a Prediction>,
+    /// The hits its probe saw, per point.
+    pub probe_hits: &'a BTreeMap<String, u32>,
+}
+
+/// The broken invariants and the bad anomaly kinds of one judged case.
+fn shown(c: &CaseResult) -> (BTreeSet<Invariant>, BTreeSet<Anomaly>) {
+    let inv = Invariant::ALL
+        .iter()
+        .skip(1)
+        .copied()
+        .filter(|i| c.invariants.get(*i) == Some(false))
+        .collect();
+    let anomalies = c.bad_anomalies.iter().map(|f| f.anomaly).collect();
+    (inv, anomalies)
+}
+
+fn words(inv: &BTreeSet<Invariant>, anomalies: &BTreeSet<Anomaly>) -> String {
+    if inv.is_empty() && anomalies.is_empty() {
+        return "nothing".to_string();
+    }
+    let inv: Vec<&str> = inv.iter().map(|i| i.key()).collect();
+    let an: Vec<&str> = anomalies.iter().map(|a| a.name()).collect();
+    format!(
+        "{} (bad anomalies: {})",
+        inv.join(", "),
+        if an.is_empty() {
+            "none".to_string()
+        } else {
+            an.join(", ")
+        }
+    )
+}
+
+/// Compare the cases with the designs' predictions: the differences (each makes the run
+/// exit 1) and the findings (what every design showed, and where).
+pub fn verdict(
+    designs: &[Design<'_>],
+    points: &[&'static str],
+    cases: &[CaseResult],
+) -> (Vec<String>, Vec<String>) {
+    let mut differences = unproven(cases);
+    let mut findings = Vec::new();
+    for d in designs {
+        let judged: Vec<&CaseResult> = cases
+            .iter()
+            .filter(|c| c.variant == d.name && matches!(c.status, Status::Holds | Status::Breaks))
+            .collect();
+        let mut broke_at = Vec::new();
+        for c in &judged {
+            let (point, hit) = (c.point.unwrap_or("?"), c.hit);
+            let predicted: Vec<&&Prediction> = d
+                .predictions
+                .iter()
+                .filter(|p| p.covers(point, hit))
+                .collect();
+            let want_inv: BTreeSet<Invariant> = predicted
+                .iter()
+                .flat_map(|p| p.invariants.iter().copied())
+                .collect();
+            let want_an: BTreeSet<Anomaly> = predicted
+                .iter()
+                .flat_map(|p| p.anomalies.iter().copied())
+                .collect();
+            let (inv, an) = shown(c);
+            if !inv.is_empty() || !an.is_empty() {
+                broke_at.push(format!("{point}@{hit}"));
+            }
+            if (inv.clone(), an.clone()) != (want_inv.clone(), want_an.clone()) {
+                differences.push(format!(
+                    "{} at {point}@{hit}: breaks {}, predicted {}",
+                    d.name,
+                    words(&inv, &an),
+                    words(&want_inv, &want_an)
+                ));
+            }
+        }
+        // Every predicted point and hit is a case that was judged.
+        let mut left_out = Vec::new();
+        let mut explored_any = d.predictions.is_empty();
+        for p in &d.predictions {
+            for at in p.at {
+                if !points.contains(&at.point) {
+                    left_out.push(at.point);
+                    continue;
+                }
+                explored_any = true;
+                let seen = d.probe_hits.get(at.point).copied().unwrap_or(0);
+                let hits: Vec<u32> = if at.hits.is_empty() {
+                    (1..=seen.max(1)).collect()
+                } else {
+                    at.hits.to_vec()
+                };
+                for hit in hits {
+                    let there = judged
+                        .iter()
+                        .any(|c| c.point == Some(at.point) && c.hit == hit);
+                    if !there {
+                        differences.push(format!(
+                            "{}: the predicted {} at {}@{hit} was not observed (the probe reached the point {seen} times)",
+                            d.name, p.says, at.point
+                        ));
+                    }
+                }
+            }
+        }
+        left_out.sort_unstable();
+        left_out.dedup();
+        if !explored_any {
+            differences.push(format!(
+                "{}: the predicted break ({}) was not explored (--points leaves out {})",
+                d.name,
+                d.predictions
+                    .iter()
+                    .map(|p| p.says)
+                    .collect::<Vec<_>>()
+                    .join("; "),
+                left_out.join(", ")
+            ));
+        }
+        findings.push(finding(d, &broke_at, &left_out, &judged));
+    }
+    (differences, findings)
+}
+
+fn finding(
+    d: &Design<'_>,
+    broke_at: &[String],
+    left_out: &[&str],
+    judged: &[&CaseResult],
+) -> String {
+    let mut counts: BTreeMap<Anomaly, usize> = BTreeMap::new();
+    for f in judged.iter().flat_map(|c| &c.bad_anomalies) {
+        *counts.entry(f.anomaly).or_default() += 1;
+    }
+    let anomalies: Vec<String> = counts
+        .iter()
+        .map(|(a, n)| format!("{} x{n}", a.name()))
+        .collect();
+    let mut text = if d.predictions.is_empty() {
+        format!(
+            "{}: every invariant holds at every reached point, no bad anomaly",
+            d.name
+        )
+    } else {
+        let says: Vec<&str> = d.predictions.iter().map(|p| p.says).collect();
+        // Grouped by point: `p@1 @2, q@2`.
+        let mut grouped: Vec<(&str, Vec<&str>)> = Vec::new();
+        for case in broke_at {
+            let (point, hit) = case.rsplit_once('@').unwrap_or((case, "?"));
+            match grouped.iter_mut().find(|(p, _)| *p == point) {
+                Some((_, hits)) => hits.push(hit),
+                None => grouped.push((point, vec![hit])),
+            }
+        }
+        let at: Vec<String> = grouped
+            .iter()
+            .map(|(p, hits)| format!("{p} @{}", hits.join(" @")))
+            .collect();
+        let at = at.join(", ");
+        format!(
+            "{}: predicted {} shown at {at} ({})",
+            d.name,
+            says.join("; "),
+            if anomalies.is_empty() {
+                "no bad anomaly".to_string()
+            } else {
+                anomalies.join(", ")
+            }
+        )
+    };
+    let points: BTreeSet<&str> = left_out.iter().copied().collect();
+    if !points.is_empty() {
+        text.push_str(&format!(
+            "; not explored: {}",
+            points.into_iter().collect::<Vec<_>>().join(", ")
+        ));
+    }
+    text
+}
+
+/// The cases that say nothing (an error) or whose crash was not proven: each is a difference.
+pub fn unproven(cases: &[CaseResult]) -> Vec<String> {
+    let mut differences = Vec::new();
+    for c in cases {
+        let at = format!("{} at {}@{}", c.variant, c.point.unwrap_or("?"), c.hit);
+        match c.status {
+            Status::Error => differences.push(format!("{at}: error: {}", c.problems.join("; "))),
+            Status::NotReached if !c.problems.is_empty() => {
+                differences.push(format!("{at}: {}", c.problems.join("; ")))
+            }
+            Status::Breaks if c.invariants.reached == Some(false) => differences.push(format!(
+                "{at}: the crash was not proven: {}",
+                c.problems.join("; ")
+            )),
+            _ => {}
+        }
+    }
+    differences
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::explore::invariant::Invariants;
+    use crate::engine::explore::plan::{At, Counts};
+    use crate::engine::jepsen::Found;
+
+    fn case(point: &'static str, hit: u32, lost: bool, bad: &[Anomaly]) -> CaseResult {
+        CaseResult {
+            variant: "v",
+            point: Some(point),
+            hit,
+            expect_reached: true,
+            status: if lost { Status::Breaks } else { Status::Holds },
+            invariants: Invariants {
+                reached: Some(true),
+                no_lost_effect: Some(!lost),
+                no_duplicate_effect: Some(true),
+                nothing_stuck: Some(true),
+                acknowledged_durable: Some(true),
+            },
+            anomalies: Vec::new(),
+            bad_anomalies: bad
+                .iter()
+                .map(|a| Found {
+                    anomaly: *a,
+                    item: "M1".into(),
+                    detail: String::new(),
+                })
+                .collect(),
+            counts: Counts::default(),
+            crash_exit: Some(73),
+            hits: BTreeMap::new(),
+            recovery_hits: BTreeMap::new(),
+            recovery_rounds: 0,
+            processes: 4,
+            problems: Vec::new(),
+            wall_ms: 0.0,
+            evidence: String::new(),
+        }
+    }
+
+    static PREDICTION: Prediction = Prediction {
+        variant: "v",
+        at: &[At {
+            point: "p.after",
+            hits: &[2],
+        }],
+        invariants: &[Invariant::NoLostEffect],
+        anomalies: &[Anomaly::Unseen],
+        says: "lost",
+        hidden: "@1 is redelivered",
+    };
+
+    fn judge(cases: &[CaseResult], points: &[&'static str]) -> Vec<String> {
+        let hits = BTreeMap::from([("p.after".to_string(), 2), ("q.before".to_string(), 1)]);
+        let design = Design {
+            name: "v",
+            predictions: vec![&PREDICTION],
+            probe_hits: &hits,
+        };
+        verdict(&[design], points, cases).0
+    }
+
+    #[test]
+    fn a_design_must_break_exactly_where_and_how_it_predicts() {
+        let points = ["p.after", "q.before"];
+        let exact = [
+            case("p.after", 1, false, &[]),
+            case("p.after", 2, true, &[Anomaly::Unseen]),
+            case("q.before", 1, false, &[]),
+        ];
+        assert_eq!(judge(&exact, &points), Vec::<String>::new());
+        // Breaking also where nothing is predicted is a difference.
+        let more = [
+            case("p.after", 1, true, &[Anomaly::LostWrite]),
+            case("p.after", 2, true, &[Anomaly::Unseen]),
+            case("q.before", 1, false, &[]),
+        ];
+        assert_eq!(
+            judge(&more, &points).len(),
+            1,
+            "{:?}",
+            judge(&more, &points)
+        );
+        // The predicted invariant broken with another anomaly is a difference too.
+        let other = [
+            case("p.after", 1, false, &[]),
+            case("p.after", 2, true, &[Anomaly::LostWrite]),
+            case("q.before", 1, false, &[]),
+        ];
+        assert!(judge(&other, &points)[0].contains("predicted no_lost_effect"));
+        // The predicted hit holding, or never judged, is a difference.
+        let held = [
+            case("p.after", 1, false, &[]),
+            case("p.after", 2, false, &[]),
+        ];
+        assert_eq!(judge(&held, &points).len(), 1);
+        let missing = [case("p.after", 1, false, &[])];
+        assert!(judge(&missing, &points)[0].contains("not observed"));
+        // Every predicted point left out by --points: the break was not explored.
+        let left_out = [case("q.before", 1, false, &[])];
+        assert!(judge(&left_out, &["q.before"])[0].contains("not explored"));
+    }
+}

@@ -1,0 +1,172 @@
+//! Lab 13's explore plan: the business records two intents, a receiver in the background and
+//! a dispatcher deliver them, the crash armed in one of them; recovery retries a crashed
+//! intent, then a fresh receiver and a fresh dispatcher while any intent lacks its receipt or
+//! its history. Three designs: `keyed` (the receiver's idempotency ledger absorbs a resend),
+//! `unkeyed` (a resend runs again: the predicted duplicates) and `unkeyed-hold` (no key, but
+//! the dispatcher holds an attempt without a receipt as unknown instead of resending it).
+
+mod check;
+mod state;
+mod visible;
+
+use anyhow::Result;
+
+use super::roles::{self, Dispatch, Serve, FILES};
+use crate::engine::explore::invariant::Invariant;
+use crate::engine::explore::plan::{At, ExplorePlan, Judgement, Prediction, Words};
+use crate::engine::explore::steps::Steps;
+use crate::engine::jepsen::Anomaly;
+use crate::fail;
+use state::Observed;
+
+/// The intents the business records: two, so the dispatcher's and the receiver's points are
+/// reached twice (`@2` is the second intent's window).
+pub const INTENTS_OWED: &[(&str, &str)] = &[
+    ("K1", r#"{"amount":25,"to":"R1"}"#),
+    ("K2", r#"{"amount":40,"to":"R2"}"#),
+];
+/// A receiver stops by itself after this long, whatever happens to explore.
+const RECEIVER_LIFETIME_MS: u64 = 120_000;
+
+pub struct Plan;
+
+pub static PLAN: Plan = Plan;
+
+static DESIGNS: [&str; 3] = ["keyed", "unkeyed", "unkeyed-hold"];
+
+/// Where the unkeyed receiver must run an intent twice: between the receiver's effect commit
+/// and the dispatcher's receipt commit, at every hit (each intent's window). Everywhere else,
+/// and everywhere in the other modes, one effect per intent.
+pub static PREDICTIONS: &[Prediction] = &[Prediction {
+    variant: "unkeyed",
+    at: &[
+        At::every("dispatcher.after-response"),
+        At::every("dispatcher.before-receipt-commit"),
+        At::every("receiver.after-effect-commit"),
+    ],
+    invariants: &[Invariant::NoDuplicateEffect],
+    anomalies: &[Anomaly::Duplicate],
+    says: "duplicate effect (effect committed, no receipt: the resend runs it again)",
+    hidden: "",
+}];
+
+static WORDS: Words = Words {
+    columns: &[
+        ("intents", "intents"),
+        ("attempts", "attempts"),
+        ("effects", "effects"),
+        ("receipts", "receipts"),
+        ("history", "history"),
+        ("replays", "replays"),
+        ("resends", "resends"),
+        ("lost_effects", "lost"),
+        ("duplicated_effects", "duplicated"),
+    ],
+    legend: "cells: ok N = held in N cases (one per hit @N); BREAKS b/n = broke in b of n; * = the mode predicts a break here\n\
+         no-lost: every committed intent has an effect at the receiver; no-dup: at most one effect per intent, none without one;\n\
+         no-stuck: every intent has its receipt and its history after recovery (unless held unknown);\n\
+         ack=>dur: every commit a process reported is in the files; counts are summed over the hits;\n\
+         bad anomalies (per key): lost-write, unseen, duplicate, G1a; a duplicate-delivery the key absorbs is allowed, an intent held unknown that ran is recovered",
+    pass: "PASS: keyed and unkeyed-hold hold everywhere (one effect per intent); unkeyed duplicates exactly at the predicted points",
+    svg_pass: "PASS: keyed and unkeyed-hold hold everywhere; unkeyed duplicates exactly where predicted",
+};
+
+/// The receiver's mode and the dispatcher's answer to an attempt without a receipt.
+fn design(name: &str) -> (&'static str, Option<&'static str>) {
+    match name {
+        "keyed" => ("keyed", None),
+        "unkeyed" => ("unkeyed", None),
+        "unkeyed-hold" => ("unkeyed", Some("hold")),
+        other => unreachable!("lab 13 has no design {other}"),
+    }
+}
+
+/// One round of delivery: a fresh receiver, a dispatcher, the receiver stopped. In the
+/// scenario, the receiver may be the one the crash is armed in.
+fn deliver(name: &str, in_scenario: bool, steps: &mut Steps<'_>) -> Result<()> {
+    let (mode, unknown) = design(name);
+    let serve = Serve {
+        lifetime_ms: Some(RECEIVER_LIFETIME_MS),
+        ..Serve::default()
+    };
+    let receiver = steps.start("", roles::receiver(&FILES, mode, &serve).into_vec())?;
+    if receiver.is_some() {
+        // The dispatcher's own connect/read bound stays inside the step timeout, so a hung
+        // receiver (`--crash-mode hang`) gives a lost reply, not a killed dispatcher.
+        let bound = (steps.timeout().as_millis() / 2).clamp(1, 5_000) as u64;
+        let how = Dispatch {
+            timeout_ms: Some(bound),
+            unknown,
+            ..Dispatch::default()
+        };
+        steps.run("", roles::dispatcher(&FILES, &how).into_vec())?;
+        // A receiver that crashed under it leaves the dispatcher without a reply.
+        if in_scenario && steps.crashed_role() == Some(roles::RECEIVER) {
+            steps.expect_last(fail::EXIT_UNAVAILABLE);
+        }
+    }
+    steps.stop(receiver)
+}
+
+impl ExplorePlan for Plan {
+    fn design_word(&self) -> &'static str {
+        "mode"
+    }
+
+    fn designs(&self) -> &'static [&'static str] {
+        &DESIGNS
+    }
+
+    fn predictions(&self) -> &'static [Prediction] {
+        PREDICTIONS
+    }
+
+    fn words(&self) -> &'static Words {
+        &WORDS
+    }
+
+    fn databases(&self) -> &'static [&'static str] {
+        super::lab::LAB.databases
+    }
+
+    fn scenario(&self, design: &'static str, steps: &mut Steps<'_>) -> Result<()> {
+        for (key, body) in INTENTS_OWED {
+            steps.run(
+                &format!("intent-{key}"),
+                roles::intent(&FILES, key, body).into_vec(),
+            )?;
+        }
+        deliver(design, true, steps)
+    }
+
+    /// The business retries a crashed intent (same key, same body: a committed one answers
+    /// ALREADY), then a fresh receiver and dispatcher while anything is owed.
+    fn recover(&self, design: &'static str, round: u32, steps: &mut Steps<'_>) -> Result<bool> {
+        let mut ran = false;
+        if round == 1 && steps.crashed_role() == Some(roles::INTENT) {
+            let (key, body) = INTENTS_OWED[0];
+            steps.run(
+                &format!("intent-{key}"),
+                roles::intent(&FILES, key, body).into_vec(),
+            )?;
+            ran = true;
+        }
+        let o = state::read(steps.work())?;
+        let quiescent = o.quiescent();
+        steps.set_memo(o);
+        if !quiescent {
+            deliver(design, false, steps)?;
+            ran = true;
+        }
+        Ok(ran)
+    }
+
+    fn judge(&self, steps: &Steps<'_>) -> Result<Judgement> {
+        let o = match steps.memo::<Observed>() {
+            Some(o) => o.clone(),
+            None => state::read(steps.work())?,
+        };
+        state::cross_check(steps.work(), &o)?;
+        Ok(check::judge(&o, steps.records()))
+    }
+}
