@@ -11,6 +11,7 @@ pub mod freeze;
 pub mod jepsen;
 pub mod load;
 pub mod nemesis;
+pub mod observed;
 pub mod process;
 pub mod replay;
 pub mod report;
@@ -32,6 +33,9 @@ pub struct Lab {
     pub scenarios: fn() -> Vec<Scenario>,
     /// The states its readback steps must show, by name (`verify --expect NAME`).
     pub stages: &'static [Stage],
+    /// A scenario in Jepsen's words: its history of operations from what its steps observed
+    /// (events, readbacks), with the anomalies the design allows and the scenario expects.
+    pub history: fn(&str, &[observed::Seen<'_>]) -> Option<observed::History>,
 }
 
 impl Lab {

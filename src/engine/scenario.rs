@@ -4,6 +4,7 @@
 use serde_json::Value;
 
 use crate::crash::{self, Mode};
+use crate::events::Event;
 
 /// The state a readback must show: dotted paths into the readback JSON and their values.
 #[derive(Debug, Clone, Copy)]
@@ -75,11 +76,38 @@ pub enum Stop {
     Wait,
 }
 
+/// The event by which a background process says it is ready for the next step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ready {
+    /// `ready`: a server listens on its port.
+    Listening,
+    /// `lock-held`: a process holds its exclusive lock.
+    LockHeld,
+}
+
+impl Ready {
+    /// The event kind, as the events file spells it.
+    pub fn kind(self) -> &'static str {
+        match self {
+            Ready::Listening => "ready",
+            Ready::LockHeld => "lock-held",
+        }
+    }
+
+    /// Whether `event` is the one this readiness waits for.
+    pub fn is(self, event: &Event) -> bool {
+        matches!(
+            (self, event),
+            (Ready::Listening, Event::Ready { .. }) | (Ready::LockHeld, Event::LockHeld { .. })
+        )
+    }
+}
+
 /// A step whose process keeps running while later steps run (a server, a lock holder).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Background {
-    /// The driver waits (bounded) for a stdout line starting with this before going on.
-    pub ready: &'static str,
+    /// The driver waits (bounded) for this event in the step's events before going on.
+    pub ready: Ready,
     /// Stop it right after the step of this name ends (None: at the scenario's end).
     pub stop_after: Option<&'static str>,
     pub stop: Stop,
@@ -126,9 +154,11 @@ impl Step {
         self
     }
 
-    pub fn crashing(name: &str, phase: &'static str, args: &[&str], point: &str) -> Step {
+    /// A step that crashes at the first hit of `point` (a typed point of the lab: a
+    /// misspelt one does not compile).
+    pub fn crashing(name: &str, phase: &'static str, args: &[&str], point: crash::Point) -> Step {
         let mut step = Step::new(name, phase, args, crate::fail::EXIT_CRASH, Expect::Crash);
-        step.crash = Some(point.to_string());
+        step.crash = Some(point.name.to_string());
         step
     }
 
@@ -157,6 +187,16 @@ impl Step {
     /// The line a crash step's stdout must hold.
     pub fn crash_line(&self, mode: Mode) -> Option<String> {
         self.crash_point().map(|p| crash::crash_line(p, mode))
+    }
+
+    /// The crash event a crash step's events must hold: its point, its hit, the mode.
+    pub fn crash_event(&self, mode: Mode) -> Option<Event> {
+        let (point, hit) = crash::split_spec(self.crash.as_deref()?);
+        Some(Event::Crash {
+            point: point.to_string(),
+            hit,
+            mode: mode.name().to_string(),
+        })
     }
 }
 

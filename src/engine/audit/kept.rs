@@ -7,7 +7,7 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 
-use super::run::output_files;
+use super::record::{events_file, output_files};
 use super::tree::Tree;
 use super::Report;
 use crate::engine::evidence;
@@ -40,6 +40,7 @@ pub(super) fn check(
             let (out, err) = output_files(scenario, step);
             expected.insert(out);
             expected.insert(err);
+            expected.insert(events_file(scenario, step));
         }
         if let (true, Some(rows)) = (keep_db, rows) {
             expected.extend(kept_scenario(report, tree, lab, scenario, rows));

@@ -5,13 +5,14 @@
 mod wait;
 
 use std::fs::File;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 
+use crate::events::{self, Event};
 use crate::interrupt;
 pub use wait::{decode_status, wait_bounded, waitid_nowait};
 
@@ -109,7 +110,23 @@ pub struct Started {
     pub started: Instant,
 }
 
-/// Spawn `exe args…` in `cwd` without waiting, stdout and stderr into the given files. The
+/// The events file of a process whose stdout goes to `stdout`: `<step>.events.jsonl` beside
+/// `<step>.stdout.txt` (or beside any other stdout file, its name plus `.events.jsonl`).
+pub fn events_file(stdout: &Path) -> PathBuf {
+    let name = stdout
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let stem = name
+        .strip_suffix(".stdout.txt")
+        .or_else(|| name.strip_suffix(".stdout"))
+        .unwrap_or(&name);
+    stdout.with_file_name(format!("{stem}.events.jsonl"))
+}
+
+/// Spawn the role `exe args…` in `cwd` without waiting, stdout and stderr into the given
+/// files and its events (`CRASHLAB_EVENTS`) into `events_file(stdout)`, created empty here
+/// so that every process has its events file, even one that dies before it opens it. The
 /// child gets SIGKILL should the driver die first (PR_SET_PDEATHSIG), so none outlives a run.
 pub fn spawn(
     exe: &Path,
@@ -118,12 +135,48 @@ pub fn spawn(
     stdout: &Path,
     stderr: &Path,
 ) -> Result<Started> {
+    spawn_with(exe, args, cwd, stdout, stderr, Some(&events_file(stdout)))
+}
+
+/// Spawn a crashlab run that is no role (`audit --rerun` runs a driver): no events file; it
+/// gives each of its own roles theirs.
+pub fn spawn_run(
+    exe: &Path,
+    args: &[String],
+    cwd: &Path,
+    stdout: &Path,
+    stderr: &Path,
+) -> Result<Started> {
+    spawn_with(exe, args, cwd, stdout, stderr, None)
+}
+
+fn spawn_with(
+    exe: &Path,
+    args: &[String],
+    cwd: &Path,
+    stdout: &Path,
+    stderr: &Path,
+    events: Option<&Path>,
+) -> Result<Started> {
     // No new child once the run is interrupted.
     interrupt::check()?;
     let out = File::create(stdout).with_context(|| format!("creating {}", stdout.display()))?;
     let err = File::create(stderr).with_context(|| format!("creating {}", stderr.display()))?;
-    let started = Instant::now();
     let mut command = Command::new(exe);
+    match events {
+        Some(events) => {
+            File::create(events).with_context(|| format!("creating {}", events.display()))?;
+            // The child runs in another directory: it gets the path whole.
+            let events = std::path::absolute(events)
+                .with_context(|| format!("locating {}", events.display()))?;
+            command.env(events::EVENTS_ENV, events);
+        }
+        // Never the file of the process that spawns it.
+        None => {
+            command.env_remove(events::EVENTS_ENV);
+        }
+    }
+    let started = Instant::now();
     command
         .args(args)
         .current_dir(cwd)
@@ -165,8 +218,46 @@ pub fn poll_exit(started: &Started) -> Result<Option<Ended>> {
     }))
 }
 
+/// Wait (bounded) until the child's events file holds an event `ready` accepts, or the child
+/// ends. Returns the end when it ended first (None: it did neither within `timeout`).
+pub fn await_event(
+    started: &Started,
+    events: &Path,
+    ready: impl Fn(&Event) -> bool,
+    timeout: Duration,
+) -> Result<Result<(), Option<Ended>>> {
+    const POLL_MS: u64 = 10;
+    let rounds = timeout.as_millis() as u64 / POLL_MS + 1;
+    for _ in 0..rounds {
+        // Interrupted: the caller's reaper kills the child on the way out.
+        interrupt::check()?;
+        if events_so_far(events).iter().any(&ready) {
+            return Ok(Ok(()));
+        }
+        if let Some(ended) = poll_exit(started)? {
+            return Ok(Err(Some(ended)));
+        }
+        std::thread::sleep(Duration::from_millis(POLL_MS));
+    }
+    Ok(Err(None))
+}
+
+/// The complete events of a live process's file: a line still being written (no newline
+/// yet) is left for the next look; one that is not an event counts as none (the audit says
+/// so once the process has ended).
+fn events_so_far(path: &Path) -> Vec<Event> {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let complete = text.rfind('\n').map_or("", |at| &text[..=at]);
+    complete
+        .lines()
+        .filter_map(|line| events::parse(&format!("{line}\n")).ok())
+        .flatten()
+        .collect()
+}
+
 /// Wait (bounded) until the child's stdout file holds a line starting with `ready`, or the
-/// child ends. Returns the end when it ended first; Ok(None) when it is ready.
+/// child ends. Returns the end when it ended first; Ok(None) when it is ready. (For callers
+/// that still wait on a line; the driver waits on events, `await_event`.)
 pub fn await_ready(
     started: &Started,
     stdout: &Path,

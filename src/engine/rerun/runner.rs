@@ -277,7 +277,7 @@ pub fn rerun(recorded: &Recorded, dir: &Path) -> Result<Rerun> {
     let exe = std::env::current_exe().context("locating the crashlab binary")?;
     let stdout = temp.path().join("rerun.stdout.txt");
     let stderr = temp.path().join("rerun.stderr.txt");
-    let started = process::spawn(&exe, &recorded.command[1..], &cwd, &stdout, &stderr)?;
+    let started = process::spawn_run(&exe, &recorded.command[1..], &cwd, &stdout, &stderr)?;
     let ended = match wait_then_stop(&started, recorded.timeout)? {
         Stopped::Ended(ended) => ended,
         Stopped::Interrupted(signal) => {

@@ -2,13 +2,14 @@
 //! each readback must show. The driver runs this; the audit re-checks evidence against it.
 //!
 //! Every scenario runs in its own work directory; the receiver is a background step (the
-//! driver waits for its `READY` line and stops it with SIGTERM), and writes its port to
+//! driver waits for its `ready` event and stops it with SIGTERM), and writes its port to
 //! `receiver.port`, which the dispatcher and the raw client read.
 
-use crate::engine::scenario::{Background, Expect, Scenario, Stage, Step, Stop};
+use crate::crash::Point;
+use crate::engine::scenario::{Background, Expect, Ready, Scenario, Stage, Step, Stop};
 use crate::engine::Lab;
 use crate::fail::{EXIT_CONFLICT, EXIT_LOCKED, EXIT_OK, EXIT_UNAVAILABLE};
-use crate::labs::http_dispatch::points::POINTS;
+use crate::labs::http_dispatch::points::{self, POINTS};
 
 pub static LAB: Lab = Lab {
     id: "13",
@@ -18,6 +19,7 @@ pub static LAB: Lab = Lab {
     databases: &["intents.db", "receipts.db", "history.db", "receiver.db"],
     scenarios,
     stages: STAGES,
+    history: super::history::history,
 };
 
 const E: &str = "receiver.effects";
@@ -153,7 +155,7 @@ impl Build {
         mode: &'static str,
         more: &[&'static str],
         stop_after: Option<&'static str>,
-        crash: Option<&str>,
+        crash: Option<Point>,
     ) -> Build {
         let args = with(
             &[
@@ -177,7 +179,7 @@ impl Build {
             ),
         };
         self.step(step.in_background(Background {
-            ready: "READY ",
+            ready: Ready::Listening,
             stop_after,
             stop: Stop::Term,
         }))
@@ -193,7 +195,7 @@ impl Build {
         ))
     }
 
-    fn dispatch_crash(self, point: &str) -> Build {
+    fn dispatch_crash(self, point: Point) -> Build {
         self.step(Step::crashing(
             "dispatch-crash",
             "dispatcher",
@@ -251,7 +253,7 @@ fn dispatcher_crash(name: &'static str, mode: &'static str, recover: Expect) -> 
     Build::new(name)
         .intent(BODY)
         .receiver("receiver", mode, &[], None, None)
-        .dispatch_crash("dispatcher.after-response")
+        .dispatch_crash(points::DISPATCHER_AFTER_RESPONSE)
         .verify("after-crash")
         .dispatch("dispatch-recover", &[], EXIT_OK, recover)
         .verify("final")
@@ -267,7 +269,7 @@ fn receiver_crash(name: &'static str, mode: &'static str) -> Scenario {
             mode,
             &[],
             Some("dispatch-lost"),
-            Some("receiver.after-effect-commit"),
+            Some(points::RECEIVER_AFTER_EFFECT_COMMIT),
         )
         .dispatch(
             "dispatch-lost",
@@ -303,7 +305,7 @@ pub fn scenarios() -> Vec<Scenario> {
         Build::new("keyed-receiver-restart")
             .intent(BODY)
             .receiver("receiver", "keyed", &[], Some("dispatch-crash"), None)
-            .dispatch_crash("dispatcher.after-response")
+            .dispatch_crash(points::DISPATCHER_AFTER_RESPONSE)
             .verify("after-crash")
             .receiver("receiver-restart", "keyed", &[], None, None)
             .dispatch(
@@ -366,7 +368,7 @@ pub fn scenarios() -> Vec<Scenario> {
                     Expect::Output("DISPATCHED delivered=1"),
                 )
                 .in_background(Background {
-                    ready: "LOCKED ",
+                    ready: Ready::LockHeld,
                     stop_after: Some("dispatch-waiting"),
                     stop: Stop::Wait,
                 }),
@@ -388,7 +390,7 @@ pub fn scenarios() -> Vec<Scenario> {
         Build::new("key-expired")
             .intent(BODY)
             .receiver("receiver", "keyed", &["--key-ttl-ms", "1"], None, None)
-            .dispatch_crash("dispatcher.after-response")
+            .dispatch_crash(points::DISPATCHER_AFTER_RESPONSE)
             .dispatch(
                 "dispatch-recover",
                 &[],
@@ -419,7 +421,7 @@ pub fn scenarios() -> Vec<Scenario> {
         Build::new("unkeyed-unknown-hold")
             .intent(BODY)
             .receiver("receiver", "unkeyed", &[], None, None)
-            .dispatch_crash("dispatcher.after-response")
+            .dispatch_crash(points::DISPATCHER_AFTER_RESPONSE)
             .dispatch(
                 "dispatch-hold",
                 &["--unknown", "hold"],

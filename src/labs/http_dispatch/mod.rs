@@ -4,6 +4,7 @@
 
 pub mod client;
 pub mod dispatcher;
+pub mod history;
 pub mod intent;
 pub mod lab;
 pub mod model;

@@ -17,6 +17,7 @@ use rusqlite::{params, OptionalExtension};
 use crate::crash;
 use crate::fail;
 use crate::labs::outbox_inbox::model::{busy_wait, now_ms, Payload};
+use crate::labs::outbox_inbox::points;
 use crate::labs::outbox_inbox::schema::{QUEUE, RECEIVER};
 use crate::labs::outbox_inbox::variant::Variant;
 use crate::out;
@@ -218,13 +219,13 @@ fn claim(queue: &Db, options: &Options<'_>) -> rusqlite::Result<Vec<Delivery>> {
     }
     // RETURNING gives no order; the lab promises delivery order.
     claimed.sort_by_key(|d| d.id);
-    crash::point("consumer.before-claim-commit");
+    crash::point(points::CONSUMER_BEFORE_CLAIM_COMMIT);
     queue.conn.execute_batch("COMMIT")?;
     out::committed(
         "queue",
         &format!("claim of {} by {}", describe(&claimed), options.consumer_id),
     );
-    crash::point("consumer.after-claim-commit");
+    crash::point(points::CONSUMER_AFTER_CLAIM_COMMIT);
     Ok(claimed)
 }
 
@@ -393,10 +394,10 @@ fn apply(
                 }
             }
         }
-        crash::point("consumer.before-inbox-commit");
+        crash::point(points::CONSUMER_BEFORE_INBOX_COMMIT);
         receiver.conn.execute_batch("COMMIT")?;
         out::committed("receiver", &format!("inbox of {}", describe(claimed)));
-        crash::point("consumer.after-inbox-commit");
+        crash::point(points::CONSUMER_AFTER_INBOX_COMMIT);
     }
     receiver.conn.execute_batch("BEGIN IMMEDIATE")?;
     let mut credited = 0;
@@ -426,7 +427,7 @@ fn apply(
         receiver.conn.execute_batch("ROLLBACK")?;
         return Ok(());
     }
-    crash::point("consumer.before-receiver-commit");
+    crash::point(points::CONSUMER_BEFORE_RECEIVER_COMMIT);
     receiver.conn.execute_batch("COMMIT")?;
     // Report what this transaction holds: the broken variants commit the credit alone.
     let holds = match variant {
@@ -437,7 +438,7 @@ fn apply(
         "receiver",
         &format!("{holds} for {}", describe_applied(claimed, decisions)),
     );
-    crash::point("consumer.after-receiver-commit");
+    crash::point(points::CONSUMER_AFTER_RECEIVER_COMMIT);
     Ok(())
 }
 
@@ -495,9 +496,9 @@ fn ack(queue: &Db, claimed: &[Delivery], decisions: &[Decision]) -> rusqlite::Re
             )?
             .execute(params![status, reason, now, d.id])?;
     }
-    crash::point("consumer.before-ack");
+    crash::point(points::CONSUMER_BEFORE_ACK);
     queue.conn.execute_batch("COMMIT")?;
     out::committed("queue", &format!("ack of {}", describe(claimed)));
-    crash::point("consumer.after-ack");
+    crash::point(points::CONSUMER_AFTER_ACK);
     Ok(())
 }

@@ -3,6 +3,7 @@
 
 pub mod consumer;
 pub mod enqueue;
+pub mod history;
 pub mod lab;
 pub mod model;
 pub mod points;
