@@ -5,7 +5,7 @@
 
 use serde_json::{json, Value};
 
-use crate::crash::Mode;
+use crate::engine::nemesis::Nemesis;
 use crate::engine::scenario::{readback_json, Expect, Step};
 use crate::events::Event;
 
@@ -31,7 +31,7 @@ pub fn parse_events(text: &str) -> Result<Vec<Event>, String> {
     crate::events::parse(text).map_err(|e| crate::fail::one_line(&e))
 }
 
-pub fn check(step: &Step, mode: Mode, output: &Output<'_>) -> Verdict {
+pub fn check(step: &Step, nemesis: &dyn Nemesis, output: &Output<'_>) -> Verdict {
     let Output {
         exit,
         timed_out,
@@ -47,11 +47,7 @@ pub fn check(step: &Step, mode: Mode, output: &Output<'_>) -> Verdict {
             &[]
         }
     };
-    let expected_exit = if step.crash.is_some() {
-        mode.expected_exit()
-    } else {
-        step.expected_exit
-    };
+    let expected_exit = step.expected_exit(nemesis);
     if timed_out {
         problems.push("killed by the driver after its timeout".to_string());
     }
@@ -65,8 +61,8 @@ pub fn check(step: &Step, mode: Mode, output: &Output<'_>) -> Verdict {
         Expect::Crash => {
             // The scenario's crash, wherever the user moved it: its event proves it happened
             // (the audit holds the CRASH line of stdout to the event).
-            let line = step.crash_line(mode);
-            let crash = step.crash_event(mode);
+            let line = step.crash_line(nemesis);
+            let crash = step.crash_event(nemesis);
             let seen = crash.as_ref().is_some_and(|c| events.contains(c));
             expected["crash_line"] = json!(line);
             observed["crash_line"] = json!(seen);
@@ -141,6 +137,8 @@ pub fn check(step: &Step, mode: Mode, output: &Output<'_>) -> Verdict {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::crash::Mode;
+    use crate::engine::nemesis::of_mode;
     use crate::engine::scenario::Step;
 
     const AFTER_COMMIT: crate::crash::Point =
@@ -179,7 +177,7 @@ mod tests {
                 hits: 1,
             },
         ];
-        let v = check(&crashing(), Mode::Exit, &output(78, "", &events));
+        let v = check(&crashing(), of_mode(Mode::Exit), &output(78, "", &events));
         assert_eq!(v.observed["not_reached"], true);
         assert_eq!(v.expected["exit"], 73);
         assert_eq!(
@@ -192,7 +190,7 @@ mod tests {
         // Without the event, it is a missing crash, as before; a NOT-REACHED line alone is
         // prose, which decides nothing.
         let prose = "NOT-REACHED sender.after-commit@5\n";
-        let v = check(&crashing(), Mode::Exit, &output(0, prose, &[]));
+        let v = check(&crashing(), of_mode(Mode::Exit), &output(0, prose, &[]));
         assert!(v.observed.get("not_reached").is_none());
         assert!(
             v.problems[1].starts_with("no crash event where stdout must say"),
@@ -210,13 +208,13 @@ mod tests {
         };
         let v = check(
             &crashing(),
-            Mode::Exit,
+            of_mode(Mode::Exit),
             &output(73, "", &[crash(5, "exit")]),
         );
         assert!(v.problems.is_empty(), "{:?}", v.problems);
         assert_eq!(v.observed["crash_line"], true);
         for wrong in [crash(4, "exit"), crash(5, "abort")] {
-            let v = check(&crashing(), Mode::Exit, &output(73, "", &[wrong]));
+            let v = check(&crashing(), of_mode(Mode::Exit), &output(73, "", &[wrong]));
             assert_eq!(v.observed["crash_line"], false);
             assert_eq!(v.problems.len(), 1, "{:?}", v.problems);
         }
@@ -224,7 +222,7 @@ mod tests {
             events: Err("line 1: expected value"),
             ..output(73, "", &[])
         };
-        let v = check(&crashing(), Mode::Exit, &unread);
+        let v = check(&crashing(), of_mode(Mode::Exit), &unread);
         assert_eq!(
             v.problems[0],
             "its events cannot be read: line 1: expected value"
@@ -236,7 +234,11 @@ mod tests {
         let mut step = crashing();
         step.crash = None;
         step.expected_exit = 0;
-        let v = check(&step, Mode::Exit, &output(0, "COMMITTED sender x\n", &[]));
+        let v = check(
+            &step,
+            of_mode(Mode::Exit),
+            &output(0, "COMMITTED sender x\n", &[]),
+        );
         assert!(v.problems.is_empty(), "{:?}", v.problems);
         assert_eq!(v.expected["exit"], 0);
         let crashed = [Event::Crash {
@@ -244,7 +246,7 @@ mod tests {
             hit: 1,
             mode: "exit".into(),
         }];
-        let v = check(&step, Mode::Exit, &output(73, "", &crashed));
+        let v = check(&step, of_mode(Mode::Exit), &output(73, "", &crashed));
         assert_eq!(v.problems.len(), 2, "{:?}", v.problems);
         assert_eq!(
             v.problems[1],

@@ -3,7 +3,8 @@
 
 use serde_json::Value;
 
-use crate::crash::{self, Mode};
+use crate::crash;
+use crate::engine::nemesis::Nemesis;
 use crate::events::Event;
 
 /// The state a readback must show: dotted paths into the readback JSON and their values.
@@ -162,19 +163,23 @@ impl Step {
         step
     }
 
-    /// The argv after `crashlab`, with the crash flags in the given mode.
-    pub fn argv(&self, mode: Mode) -> Vec<String> {
+    /// The argv after `crashlab`, armed by `nemesis` when the step crashes.
+    pub fn argv(&self, nemesis: &dyn Nemesis) -> Vec<String> {
         let mut argv = vec![self.phase.to_string()];
         argv.extend(self.args.iter().cloned());
         if let Some(point) = &self.crash {
-            argv.push("--crash-at".to_string());
-            argv.push(point.clone());
-            if mode != Mode::Exit {
-                argv.push("--crash-mode".to_string());
-                argv.push(mode.name().to_string());
-            }
+            argv.extend(nemesis.arm(point));
         }
         argv
+    }
+
+    /// The exit status the step must end with under `nemesis`.
+    pub fn expected_exit(&self, nemesis: &dyn Nemesis) -> i32 {
+        if self.crash.is_some() {
+            nemesis.expected_exit()
+        } else {
+            self.expected_exit
+        }
     }
 
     /// The point name without `@N`.
@@ -185,17 +190,17 @@ impl Step {
     }
 
     /// The line a crash step's stdout must hold.
-    pub fn crash_line(&self, mode: Mode) -> Option<String> {
-        self.crash_point().map(|p| crash::crash_line(p, mode))
+    pub fn crash_line(&self, nemesis: &dyn Nemesis) -> Option<String> {
+        self.crash_point().map(|p| nemesis.crash_line(p))
     }
 
-    /// The crash event a crash step's events must hold: its point, its hit, the mode.
-    pub fn crash_event(&self, mode: Mode) -> Option<Event> {
+    /// The crash event a crash step's events must hold: its point, its hit, the nemesis.
+    pub fn crash_event(&self, nemesis: &dyn Nemesis) -> Option<Event> {
         let (point, hit) = crash::split_spec(self.crash.as_deref()?);
         Some(Event::Crash {
             point: point.to_string(),
             hit,
-            mode: mode.name().to_string(),
+            mode: nemesis.name().to_string(),
         })
     }
 }

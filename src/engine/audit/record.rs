@@ -7,6 +7,7 @@ use super::Report;
 use crate::crash::Mode;
 use crate::engine::driver::pragmas;
 use crate::engine::evidence::{self, Process, Processes};
+use crate::engine::nemesis::Nemesis;
 use crate::engine::scenario::{readback_json, Expect, Scenario, Step};
 use crate::fail;
 
@@ -34,12 +35,12 @@ pub(super) fn check_record(
     report: &mut Report,
     record: &Process,
     step: &Step,
-    mode: Mode,
+    nemesis: &dyn Nemesis,
     label: &str,
     (stdout, stderr): (&str, &str),
 ) {
     let mut argv = vec!["crashlab".to_string()];
-    argv.extend(step.argv(mode));
+    argv.extend(step.argv(nemesis));
     if record.argv != argv {
         report.problem(
             P,
@@ -49,11 +50,7 @@ pub(super) fn check_record(
             ),
         );
     }
-    let expected_exit = if step.crash.is_some() {
-        mode.expected_exit()
-    } else {
-        step.expected_exit
-    };
+    let expected_exit = step.expected_exit(nemesis);
     if record.expected_exit != expected_exit {
         report.problem(
             P,
@@ -72,7 +69,7 @@ pub(super) fn check_record(
             ),
         );
     }
-    let crash_mode = step.crash.as_ref().map(|_| mode.name().to_string());
+    let crash_mode = step.crash.as_ref().map(|_| nemesis.name().to_string());
     if record.crash_mode != crash_mode {
         report.problem(
             P,

@@ -82,7 +82,7 @@ pub(super) fn check_run(report: &mut Report, tree: &Tree) {
             ),
         );
     }
-    if processes.crash_mode != command.crash_mode.name() {
+    if processes.crash_mode != crate::engine::nemesis::of_mode(command.crash_mode).name() {
         report.problem(
             P,
             format!(
@@ -102,7 +102,8 @@ pub(super) fn check_run(report: &mut Report, tree: &Tree) {
         );
     }
     pinned_pragmas(report, &processes);
-    let mode = command.crash_mode;
+    // The fault the recorded command injects; nothing below asks which one it is.
+    let nemesis = crate::engine::nemesis::of_mode(command.crash_mode);
     let mut scenarios = (lab.scenarios)();
     if let Err(e) = apply_moves(lab, &mut scenarios, &command.moves) {
         report.problem(P, format!("command: {}", fail::one_line(&e)));
@@ -156,7 +157,7 @@ pub(super) fn check_run(report: &mut Report, tree: &Tree) {
             report,
             record,
             step,
-            mode,
+            nemesis,
             &label,
             (&stdout_rel, &stderr_rel),
         );
@@ -226,7 +227,7 @@ pub(super) fn check_run(report: &mut Report, tree: &Tree) {
                 Err(why) => Err(why),
             },
         };
-        let verdict = check(step, mode, &output);
+        let verdict = check(step, nemesis, &output);
         // The PASS line counts what the raw output shows happened, not what was armed.
         if verdict.observed["crash_line"] == serde_json::json!(true) {
             report.crashes += 1;

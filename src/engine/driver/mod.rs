@@ -12,6 +12,7 @@ use crate::crash::Mode;
 use crate::engine::evidence::{self, Process, Processes, Results, StepResult};
 use crate::engine::files::{self, FileRow};
 use crate::engine::freeze;
+use crate::engine::nemesis;
 use crate::engine::observed::ScenarioFindings;
 use crate::engine::process;
 use crate::engine::report;
@@ -108,6 +109,8 @@ fn execute(
     let git =
         std::thread::spawn(|| evidence::build_checkout().and_then(|c| evidence::git_state(&c)));
     let timeout = Duration::from_millis(options.step_timeout_ms);
+    // The fault the run injects at each armed point; nothing below asks which one it is.
+    let nemesis = nemesis::of_mode(options.crash_mode);
     let mut processes = Vec::new();
     let mut steps = Vec::new();
     let mut files = Vec::new();
@@ -132,11 +135,11 @@ fn execute(
             scenario,
             sub: &sub,
             dir,
-            mode: options.crash_mode,
+            nemesis,
         };
         for (index, step) in scenario.steps.iter().enumerate() {
             let (stdout_rel, stderr_rel) = ctx.rel(step);
-            let argv = step.argv(options.crash_mode);
+            let argv = step.argv(nemesis);
             match step.background {
                 None => {
                     let ended = process::run(
@@ -273,7 +276,7 @@ fn execute(
         sqlite_version: store::sqlite_version(),
         pragmas: pragmas(),
         command,
-        crash_mode: options.crash_mode.name().to_string(),
+        crash_mode: nemesis.name().to_string(),
         step_timeout_ms: options.step_timeout_ms,
         moved_crashes: options.moves.clone(),
         total_wall_ms: 0.0,

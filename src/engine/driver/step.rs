@@ -9,9 +9,9 @@ use std::time::Duration;
 use anyhow::Result;
 
 use super::observe;
-use crate::crash::Mode;
 use crate::engine::check::{check, Output};
 use crate::engine::evidence::{Process, StepResult};
+use crate::engine::nemesis::Nemesis;
 use crate::engine::process;
 use crate::engine::scenario::{Expect, Scenario, Step, Stop};
 use crate::fail;
@@ -41,7 +41,7 @@ pub(super) struct Ctx<'a> {
     pub scenario: &'a Scenario,
     pub sub: &'a str,
     pub dir: &'a Path,
-    pub mode: Mode,
+    pub nemesis: &'a dyn Nemesis,
 }
 
 impl Ctx<'_> {
@@ -81,7 +81,7 @@ impl Ctx<'_> {
         let events = observe::read_events(&process::events_file(&stdout_path));
         let verdict = check(
             step,
-            self.mode,
+            self.nemesis,
             &Output {
                 exit: ended.exit,
                 timed_out: ended.timed_out,
@@ -102,22 +102,19 @@ impl Ctx<'_> {
             }
         }
         let mut argv = vec!["crashlab".to_string()];
-        argv.extend(step.argv(self.mode));
-        let process = Process {
+        argv.extend(step.argv(self.nemesis));
+        let process = ended.record(process::Step {
             scenario: self.scenario.name.clone(),
             step: step.name.clone(),
             argv,
-            expected_exit: verdict.expected["exit"].as_i64().unwrap_or_default() as i32,
-            exit: ended.exit,
-            signal: ended.signal,
-            crash_point: step.crash.clone(),
-            crash_mode: step.crash.as_ref().map(|_| self.mode.name().to_string()),
+            expected_exit: step.expected_exit(self.nemesis),
+            crash: step
+                .crash
+                .clone()
+                .map(|point| (point, self.nemesis.name().to_string())),
             stdout: stdout_rel,
             stderr: stderr_rel,
-            wall_ms: (ended.wall_ms * 1000.0).round() / 1000.0,
-            max_rss_kb: ended.max_rss_kb,
-            timed_out: ended.timed_out,
-        };
+        });
         let result = StepResult {
             scenario: self.scenario.name.clone(),
             step: step.name.clone(),

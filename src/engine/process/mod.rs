@@ -2,7 +2,10 @@
 //! time, peak memory, and a SIGKILL when it runs past its timeout or the run is interrupted
 //! (SIGINT, SIGTERM: every wait here wakes on `interrupt`'s self-pipe).
 
+mod record;
 mod wait;
+
+pub use record::Step;
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -14,6 +17,7 @@ use anyhow::{Context, Result};
 
 use crate::events::{self, Event};
 use crate::interrupt;
+pub use rustix::process::Signal;
 pub use wait::{decode_status, wait_bounded, waitid_nowait};
 
 /// Every child spawned here and not reaped yet: what `kill_all` ends when a run is
@@ -39,11 +43,7 @@ pub fn remember(pid: libc::pid_t) {
 pub fn kill_all() {
     let pids: Vec<libc::pid_t> = children().drain(..).collect();
     for pid in pids {
-        // SAFETY: kill and waitpid on our own unreaped child have no memory effects.
-        unsafe {
-            libc::kill(pid, libc::SIGKILL);
-            libc::waitpid(pid, std::ptr::null_mut(), 0);
-        }
+        kill_and_reap(pid);
     }
 }
 
@@ -94,12 +94,19 @@ pub fn die_with_parent_if_asked() {
     let Ok(parent) = value.parse::<libc::pid_t>() else {
         return;
     };
-    // SAFETY: prctl and getppid have no memory effects.
-    unsafe {
-        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-        if libc::getppid() != parent {
-            libc::_exit(128 + libc::SIGKILL);
-        }
+    let armed = rustix::process::set_parent_process_death_signal(Some(Signal::KILL));
+    let parent_now = rustix::process::getppid().map_or(0, |p| p.as_raw_nonzero().get());
+    if armed.is_err() || parent_now != parent {
+        // Not armed, or the parent is already gone: this child must not run unbound.
+        std::process::exit(128 + libc::SIGKILL);
+    }
+}
+
+/// SIGKILL our own child, not reaped yet, and reap it (its status is not wanted).
+fn kill_and_reap(pid: libc::pid_t) {
+    wait::kill(pid);
+    if let Some(pid) = rustix::process::Pid::from_raw(pid) {
+        let _ = rustix::process::waitpid(Some(pid), rustix::process::WaitOptions::empty());
     }
 }
 
@@ -281,12 +288,20 @@ pub fn await_ready(
     Ok(Err(None))
 }
 
+/// Send `signal` to a child that is still ours (not reaped); one that has exited meanwhile
+/// takes it without effect.
+pub fn signal(started: &Started, signal: Signal) {
+    if let Some(pid) = rustix::process::Pid::from_raw(started.pid) {
+        let _ = rustix::process::kill_process(pid, signal);
+    }
+}
+
 /// End a background child: SIGTERM first when `term`, then wait at most `timeout`, then
 /// SIGKILL (reported as timed out).
 pub fn stop(started: &Started, term: bool, timeout: Duration) -> Result<Ended> {
     if term {
-        // SAFETY: kill has no memory effects; the pid is unreaped, so still ours.
-        unsafe { libc::kill(started.pid, libc::SIGTERM) };
+        // The pid is unreaped, so still ours.
+        signal(started, Signal::TERM);
     }
     wait_bounded(started.pid, started.started, timeout)
 }
@@ -302,11 +317,7 @@ impl Drop for Reaper {
             if !children().contains(&pid) {
                 continue;
             }
-            // SAFETY: kill and waitpid on our own unreaped child have no memory effects.
-            unsafe {
-                libc::kill(pid, libc::SIGKILL);
-                libc::waitpid(pid, std::ptr::null_mut(), 0);
-            }
+            kill_and_reap(pid);
             forget(pid);
         }
     }
