@@ -86,7 +86,8 @@ pub fn check(
                     ),
                 }
             }
-            Event::Commit { db, what } if db == "queue" && what.starts_with("claim ") => {
+            // A role run with --consumer-id claims under that id only.
+            Event::Commit { what, .. } if what.starts_with("claim ") => {
                 if let Some(id) = ran.arg("--consumer-id") {
                     if !what.ends_with(&format!(" by {id}")) {
                         say(

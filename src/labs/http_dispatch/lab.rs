@@ -20,6 +20,13 @@ pub static LAB: Lab = Lab {
     scenarios,
     stages: STAGES,
     history: super::history::history,
+    schemas: &[
+        &super::schema::INTENTS,
+        &super::schema::RECEIPTS,
+        &super::schema::HISTORY,
+        &super::schema::RECEIVER,
+    ],
+    readback: super::readback::replayed,
 };
 
 const E: &str = "receiver.effects";

@@ -18,6 +18,12 @@ pub static LAB: Lab = Lab {
     scenarios,
     stages: STAGES,
     history: super::history::history,
+    schemas: &[
+        &super::schema::SENDER,
+        &super::schema::QUEUE,
+        &super::schema::RECEIVER,
+    ],
+    readback: super::readback::replayed,
 };
 
 pub static STAGES: &[Stage] = &[
