@@ -222,3 +222,53 @@ pub fn readback_json(stdout: &str) -> Option<Value> {
         .find(|l| l.starts_with('{'))
         .and_then(|l| serde_json::from_str(l).ok())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::crash::Mode;
+    use crate::engine::nemesis::of_mode;
+
+    #[test]
+    fn a_background_step_waits_for_its_own_event_kind() {
+        let ready = Event::Ready { port: 7 };
+        let held = Event::LockHeld {
+            lock: "dispatch.lock".into(),
+        };
+        assert!(Ready::Listening.is(&ready) && !Ready::Listening.is(&held));
+        assert!(Ready::LockHeld.is(&held) && !Ready::LockHeld.is(&ready));
+        assert_eq!(
+            (Ready::Listening.kind(), Ready::LockHeld.kind()),
+            ("ready", "lock-held")
+        );
+    }
+
+    #[test]
+    fn a_crash_step_is_armed_and_judged_by_its_nemesis() {
+        const POINT: crash::Point = crash::Point::new("sender.after-commit", "committed");
+        let mut step = Step::crashing("c", "sender", &["--db", "s.db"], POINT);
+        step.crash = Some("sender.after-commit@2".into());
+        let kill = of_mode(Mode::Kill);
+        assert_eq!(
+            step.argv(kill),
+            [
+                "sender",
+                "--db",
+                "s.db",
+                "--crash-at",
+                "sender.after-commit@2",
+                "--crash-mode",
+                "kill"
+            ]
+        );
+        assert_eq!(step.expected_exit(kill), 137);
+        assert_eq!(
+            step.crash_event(kill),
+            Some(Event::Crash {
+                point: "sender.after-commit".into(),
+                hit: 2,
+                mode: "kill".into()
+            })
+        );
+    }
+}

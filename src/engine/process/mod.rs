@@ -322,3 +322,39 @@ impl Drop for Reaper {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_events_file_sits_beside_the_stdout() {
+        assert_eq!(
+            events_file(Path::new("dir/s/a.stdout.txt")),
+            Path::new("dir/s/a.events.jsonl")
+        );
+        assert_eq!(
+            events_file(Path::new("logs/sender.1.stdout")),
+            Path::new("logs/sender.1.events.jsonl")
+        );
+        assert_eq!(
+            events_file(Path::new("out.log")),
+            Path::new("out.log.events.jsonl")
+        );
+    }
+
+    #[test]
+    fn only_complete_event_lines_count_while_a_process_writes() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a.events.jsonl");
+        std::fs::write(
+            &path,
+            "{\"event\":\"ready\",\"port\":1}\n{\"event\":\"lock-he",
+        )
+        .unwrap();
+        assert_eq!(events_so_far(&path), vec![Event::Ready { port: 1 }]);
+        std::fs::write(&path, "READY 1\n{\"event\":\"end\",\"code\":0}\n").unwrap();
+        assert_eq!(events_so_far(&path), vec![Event::End { code: 0 }]);
+        assert!(events_so_far(&dir.path().join("missing")).is_empty());
+    }
+}
