@@ -1,6 +1,6 @@
 //! Crash points: the registry of named places, `--crash-at POINT[@N]`, and the crash itself.
 //!
-//! A system under test calls `crash::point("sender.after-commit")` at each named place. Every
+//! A system under test calls `crash::point(points::SENDER_AFTER_COMMIT)` at each named place. Every
 //! call prints `POINT <name> #<hit>` (so a run shows where its windows are), and the armed
 //! point crashes the process at its N-th hit, after printing `CRASH <point> exit=73`.
 
@@ -12,15 +12,35 @@ use serde::Serialize;
 use crate::fail;
 use crate::out;
 
-/// One named crash point of a lab.
-#[derive(Debug, Clone, Copy, Serialize)]
-pub struct PointDef {
+/// One named crash point of a lab, as a typed constant shared by the call site
+/// (`crash::point(points::SENDER_AFTER_COMMIT)`) and the lab's registry (`POINTS`): a
+/// misspelt point does not compile. `--crash-at NAME` is parsed against the registry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Point {
     pub name: &'static str,
     /// What has and has not happened when the process stops here.
     pub window: &'static str,
 }
 
-impl PointDef {
+/// The name the registry and older code use for a point.
+pub type PointDef = Point;
+
+impl Point {
+    /// A point `phase.place`; the name must hold a dot (checked at compile time for a const).
+    pub const fn new(name: &'static str, window: &'static str) -> Point {
+        let bytes = name.as_bytes();
+        let mut i = 0;
+        let mut dots = 0;
+        while i < bytes.len() {
+            if bytes[i] == b'.' {
+                dots += 1;
+            }
+            i += 1;
+        }
+        assert!(dots == 1, "a crash point is named phase.place");
+        Point { name, window }
+    }
+
     /// The phase a point belongs to: the part of its name before the dot.
     pub fn phase(&self) -> &'static str {
         self.name.split('.').next().unwrap_or(self.name)
@@ -125,7 +145,8 @@ pub fn arm(at: CrashAt, mode: Mode) {
 static COUNTS: Mutex<Vec<(&'static str, u32)>> = Mutex::new(Vec::new());
 
 /// The system under test reached the named place.
-pub fn point(name: &'static str) {
+pub fn point(at: Point) {
+    let name = at.name;
     let hit = {
         let mut counts = COUNTS.lock().unwrap_or_else(|p| p.into_inner());
         match counts.iter_mut().find(|(n, _)| *n == name) {

@@ -169,10 +169,12 @@ fn lab_14_tampers_are_caught_by_the_replay() {
         "consume-recover.stdout.txt",
         "the COMMIT of queue.db completed, but no COMMITTED line reports it, and the process went on",
     );
+    // The claim a COMMITTED line makes is its commit event's: changed there, the replay
+    // finds the claim untrue of the traced transaction (at the line's place in stdout).
     tamper(
         run,
         "committed-changed",
-        "consume-crash.stdout.txt",
+        "consume-crash.events.jsonl",
         "(+25 to R1)",
         "(+26 to R1)",
         "consume-crash.stdout.txt",
@@ -297,12 +299,13 @@ fn lab_13_tampers_are_caught_by_the_replay() {
         receiver,
         "but effect 1 in the replay has key K1",
     );
+    // The claim is the commit event's (see committed-changed in lab 14's tampers).
     tamper(
         run,
         "receiver-committed",
-        receiver,
-        "COMMITTED receiver effect 1 key K1",
-        "COMMITTED receiver effect 3 key K1",
+        "keyed-dispatcher-crash/receiver.events.jsonl",
+        "\"what\":\"effect 1 key K1\"",
+        "\"what\":\"effect 3 key K1\"",
         receiver,
         "names 3, which the transaction it reports",
     );

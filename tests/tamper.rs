@@ -5,6 +5,8 @@
 //! chaos tampers are in tamper_more.rs; the random-token measurement in tamper_random.rs.
 
 mod common;
+#[path = "tamper/events.rs"]
+mod events;
 #[path = "tamper/support.rs"]
 mod support;
 
@@ -401,7 +403,8 @@ fn every_lab14_tamper_fails_the_audit_and_names_its_file() {
     assert_eq!(code(&out), 0, "{}", stdout(&out));
     let scratch = tmp.path().join("scratch");
     std::fs::create_dir(&scratch).unwrap();
-    let tampers = lab14_tampers();
+    let mut tampers = lab14_tampers();
+    tampers.extend(events::lab14());
     assert!(tampers.len() >= 40, "{} tampers", tampers.len());
     let misses = run_all(&run, &scratch, &tampers);
     // The symlink tampers left copies beside the scratch copies; remove them with tmp.

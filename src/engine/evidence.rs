@@ -83,6 +83,8 @@ pub struct Results {
     pub lab: String,
     pub ok: bool,
     pub steps: Vec<StepResult>,
+    /// Each scenario in Jepsen's words: its anomalies, the bad ones, the expected ones.
+    pub scenarios: Vec<crate::engine::observed::ScenarioFindings>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

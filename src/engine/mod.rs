@@ -11,6 +11,7 @@ pub mod freeze;
 pub mod jepsen;
 pub mod load;
 pub mod nemesis;
+pub mod observed;
 pub mod process;
 pub mod replay;
 pub mod report;
@@ -43,7 +44,19 @@ pub struct Lab {
     pub load: Option<&'static dyn load::profile::LoadProfile>,
     /// What `crashlab explore` runs and predicts for it (None: the lab is not explored).
     pub explore: Option<&'static dyn explore::plan::ExplorePlan>,
+    /// A scenario in Jepsen's words: its history of operations from what its steps observed
+    /// (events, readbacks), with the anomalies the design allows and the scenario expects.
+    pub history: fn(&str, &[observed::Seen<'_>]) -> Option<observed::History>,
+    /// The schemas of its databases, by the short names its traces use (the audit prepares
+    /// and the replay runs every traced statement on them).
+    pub schemas: &'static [&'static crate::store::Schema],
+    /// The readback its readback phase prints, taken on these databases (by argv flag):
+    /// None for any other phase. The replay runs it on the replayed files.
+    pub readback: fn(&str, &Databases<'_>) -> Option<Result<serde_json::Value, String>>,
 }
+
+/// Open databases by the argv flag that names their file (`sender`, `queue`, `db`).
+pub type Databases<'a> = std::collections::BTreeMap<&'a str, &'a rusqlite::Connection>;
 
 impl Lab {
     /// `14-outbox-inbox`: the name in evidence and under `evidence/`.

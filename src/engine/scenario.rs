@@ -3,7 +3,9 @@
 
 use serde_json::Value;
 
-use crate::crash::{self, Mode};
+use crate::crash;
+use crate::engine::nemesis::Nemesis;
+use crate::events::Event;
 
 /// The state a readback must show: dotted paths into the readback JSON and their values.
 #[derive(Debug, Clone, Copy)]
@@ -75,11 +77,38 @@ pub enum Stop {
     Wait,
 }
 
+/// The event by which a background process says it is ready for the next step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ready {
+    /// `ready`: a server listens on its port.
+    Listening,
+    /// `lock-held`: a process holds its exclusive lock.
+    LockHeld,
+}
+
+impl Ready {
+    /// The event kind, as the events file spells it.
+    pub fn kind(self) -> &'static str {
+        match self {
+            Ready::Listening => "ready",
+            Ready::LockHeld => "lock-held",
+        }
+    }
+
+    /// Whether `event` is the one this readiness waits for.
+    pub fn is(self, event: &Event) -> bool {
+        matches!(
+            (self, event),
+            (Ready::Listening, Event::Ready { .. }) | (Ready::LockHeld, Event::LockHeld { .. })
+        )
+    }
+}
+
 /// A step whose process keeps running while later steps run (a server, a lock holder).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Background {
-    /// The driver waits (bounded) for a stdout line starting with this before going on.
-    pub ready: &'static str,
+    /// The driver waits (bounded) for this event in the step's events before going on.
+    pub ready: Ready,
     /// Stop it right after the step of this name ends (None: at the scenario's end).
     pub stop_after: Option<&'static str>,
     pub stop: Stop,
@@ -126,25 +155,31 @@ impl Step {
         self
     }
 
-    pub fn crashing(name: &str, phase: &'static str, args: &[&str], point: &str) -> Step {
+    /// A step that crashes at the first hit of `point` (a typed point of the lab: a
+    /// misspelt one does not compile).
+    pub fn crashing(name: &str, phase: &'static str, args: &[&str], point: crash::Point) -> Step {
         let mut step = Step::new(name, phase, args, crate::fail::EXIT_CRASH, Expect::Crash);
-        step.crash = Some(point.to_string());
+        step.crash = Some(point.name.to_string());
         step
     }
 
-    /// The argv after `crashlab`, with the crash flags in the given mode.
-    pub fn argv(&self, mode: Mode) -> Vec<String> {
+    /// The argv after `crashlab`, armed by `nemesis` when the step crashes.
+    pub fn argv(&self, nemesis: &dyn Nemesis) -> Vec<String> {
         let mut argv = vec![self.phase.to_string()];
         argv.extend(self.args.iter().cloned());
         if let Some(point) = &self.crash {
-            argv.push("--crash-at".to_string());
-            argv.push(point.clone());
-            if mode != Mode::Exit {
-                argv.push("--crash-mode".to_string());
-                argv.push(mode.name().to_string());
-            }
+            argv.extend(nemesis.arm(point));
         }
         argv
+    }
+
+    /// The exit status the step must end with under `nemesis`.
+    pub fn expected_exit(&self, nemesis: &dyn Nemesis) -> i32 {
+        if self.crash.is_some() {
+            nemesis.expected_exit()
+        } else {
+            self.expected_exit
+        }
     }
 
     /// The point name without `@N`.
@@ -155,8 +190,18 @@ impl Step {
     }
 
     /// The line a crash step's stdout must hold.
-    pub fn crash_line(&self, mode: Mode) -> Option<String> {
-        self.crash_point().map(|p| crash::crash_line(p, mode))
+    pub fn crash_line(&self, nemesis: &dyn Nemesis) -> Option<String> {
+        self.crash_point().map(|p| nemesis.crash_line(p))
+    }
+
+    /// The crash event a crash step's events must hold: its point, its hit, the nemesis.
+    pub fn crash_event(&self, nemesis: &dyn Nemesis) -> Option<Event> {
+        let (point, hit) = crash::split_spec(self.crash.as_deref()?);
+        Some(Event::Crash {
+            point: point.to_string(),
+            hit,
+            mode: nemesis.name().to_string(),
+        })
     }
 }
 
@@ -176,4 +221,54 @@ pub fn readback_json(stdout: &str) -> Option<Value> {
         .rev()
         .find(|l| l.starts_with('{'))
         .and_then(|l| serde_json::from_str(l).ok())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::crash::Mode;
+    use crate::engine::nemesis::of_mode;
+
+    #[test]
+    fn a_background_step_waits_for_its_own_event_kind() {
+        let ready = Event::Ready { port: 7 };
+        let held = Event::LockHeld {
+            lock: "dispatch.lock".into(),
+        };
+        assert!(Ready::Listening.is(&ready) && !Ready::Listening.is(&held));
+        assert!(Ready::LockHeld.is(&held) && !Ready::LockHeld.is(&ready));
+        assert_eq!(
+            (Ready::Listening.kind(), Ready::LockHeld.kind()),
+            ("ready", "lock-held")
+        );
+    }
+
+    #[test]
+    fn a_crash_step_is_armed_and_judged_by_its_nemesis() {
+        const POINT: crash::Point = crash::Point::new("sender.after-commit", "committed");
+        let mut step = Step::crashing("c", "sender", &["--db", "s.db"], POINT);
+        step.crash = Some("sender.after-commit@2".into());
+        let kill = of_mode(Mode::Kill);
+        assert_eq!(
+            step.argv(kill),
+            [
+                "sender",
+                "--db",
+                "s.db",
+                "--crash-at",
+                "sender.after-commit@2",
+                "--crash-mode",
+                "kill"
+            ]
+        );
+        assert_eq!(step.expected_exit(kill), 137);
+        assert_eq!(
+            step.crash_event(kill),
+            Some(Event::Crash {
+                point: "sender.after-commit".into(),
+                hit: 2,
+                mode: "kill".into()
+            })
+        );
+    }
 }

@@ -200,6 +200,8 @@ pub(super) fn check_processes(
                 Which::Stdout => out_rel.as_str(),
                 Which::Stderr => err_rel.as_str(),
                 Which::Record => P,
+                // Never given: a chaos run's checks read its roles' stdout.
+                Which::Events => out_rel.as_str(),
             };
             report.problem(file, format!("{at}: {text}"));
         }

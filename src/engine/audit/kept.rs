@@ -5,7 +5,7 @@
 use anyhow::Result;
 use std::collections::BTreeSet;
 
-use super::run::output_files;
+use super::record::{events_file, output_files};
 use super::tree::Tree;
 use super::Report;
 use crate::engine::evidence;
@@ -38,6 +38,7 @@ pub(super) fn check(
             let (out, err) = output_files(scenario, step);
             expected.insert(out);
             expected.insert(err);
+            expected.insert(events_file(scenario, step));
         }
         if let (true, Some(rows)) = (keep_db, rows) {
             expected.extend(kept_scenario(report, tree, lab, scenario, rows));

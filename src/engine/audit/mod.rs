@@ -17,12 +17,16 @@ mod chaos_logs;
 mod command;
 mod database;
 mod ending;
+mod events;
+mod findings;
 mod kept;
 mod manifest;
 mod output;
+mod output_events;
 #[cfg(test)]
 mod output_tests;
 mod pictures;
+mod record;
 mod replayed;
 mod report;
 mod results;

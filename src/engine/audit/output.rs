@@ -15,6 +15,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::crash::{self, Mode, PointDef};
+use crate::events::Event;
 use crate::fail;
 
 /// The pragmas every connection pins; each must be traced before a database's first data
@@ -86,17 +87,34 @@ impl Ran<'_> {
             mode,
         }))
     }
-
-    /// Did the armed crash happen, by the file? (Its `CRASH` line is there.)
-    pub fn crashed(&self) -> bool {
-        self.stdout.lines().any(|l| l.starts_with("CRASH "))
-    }
 }
 
 /// Every way the raw output and the recorded ending of one process disagree with each other
-/// and with its argv: (which file, what) pairs, `Stdout`, `Stderr` or `Record`.
+/// and with its argv: (which file, what) pairs, `Stdout`, `Stderr` or `Record`. The crash,
+/// an armed point not reached and the claims are read from stdout's lines (a chaos run's
+/// roles); `check_events` reads them from the process's events.
 pub fn check(
     ran: &Ran<'_>,
+    points: &[PointDef],
+    pragmas: &BTreeMap<String, String>,
+) -> Vec<(Which, String)> {
+    check_with(ran, None, points, pragmas)
+}
+
+/// `check`, with what happened read from the process's events (a driver run), which
+/// audit/events.rs holds to its stdout line by line.
+pub fn check_events(
+    ran: &Ran<'_>,
+    events: &[Event],
+    points: &[PointDef],
+    pragmas: &BTreeMap<String, String>,
+) -> Vec<(Which, String)> {
+    check_with(ran, Some(events), points, pragmas)
+}
+
+fn check_with(
+    ran: &Ran<'_>,
+    events: Option<&[Event]>,
     points: &[PointDef],
     pragmas: &BTreeMap<String, String>,
 ) -> Vec<(Which, String)> {
@@ -147,6 +165,15 @@ pub fn check(
             }
         } else if let Some(rest) = line.strip_prefix("CRASH ") {
             crash_lines += 1;
+            if index + 1 != lines.len() {
+                say(
+                    Which::Stdout,
+                    format!("line {}: lines follow the crash", index + 1),
+                );
+            }
+            if events.is_some() {
+                continue;
+            }
             let Some(armed) = &armed else {
                 say(
                     Which::Stdout,
@@ -159,12 +186,6 @@ pub fn check(
                 say(
                     Which::Stdout,
                     format!("line {}: '{line}', argv armed '{expected}'", index + 1),
-                );
-            }
-            if index + 1 != lines.len() {
-                say(
-                    Which::Stdout,
-                    format!("line {}: lines follow the crash", index + 1),
                 );
             }
             let point = rest.split(' ').next().unwrap_or("");
@@ -220,6 +241,9 @@ pub fn check(
             }
             echo_consumer(ran, statement, index, &mut say);
         } else if let Some(spec) = line.strip_prefix("NOT-REACHED ") {
+            if events.is_some() {
+                continue;
+            }
             not_reached = true;
             let armed_spec = ran.arg("--crash-at").unwrap_or("");
             let full = |spec: &str| {
@@ -261,7 +285,7 @@ pub fn check(
                     );
                 }
             }
-        } else if line.starts_with("COMMITTED queue claim ") {
+        } else if line.starts_with("COMMITTED queue claim ") && events.is_none() {
             if let Some(id) = ran.arg("--consumer-id") {
                 if !line.ends_with(&format!(" by {id}")) {
                     say(
@@ -281,6 +305,12 @@ pub fn check(
             format!("{crash_lines} CRASH lines; a process crashes once"),
         );
     }
+    let mut crashed = crash_lines > 0;
+    if let Some(events) = events {
+        let facts = super::output_events::check(ran, events, armed.as_ref(), &mut say);
+        crashed = facts.crashed;
+        not_reached = facts.not_reached;
+    }
     if not_reached != (ran.exit == fail::EXIT_NOT_REACHED) {
         say(
             Which::Record,
@@ -291,7 +321,7 @@ pub fn check(
             ),
         );
     }
-    super::ending::check(ran, armed.as_ref(), crash_lines > 0, &mut say);
+    super::ending::check(ran, armed.as_ref(), crashed, &mut say);
     problems
 }
 
@@ -302,6 +332,8 @@ pub enum Which {
     Stderr,
     /// The process's record in processes.json.
     Record,
+    /// Its events file.
+    Events,
 }
 
 /// `PRAGMA synchronous=FULL` → (`synchronous`, `FULL`), for the pinned pragmas only.

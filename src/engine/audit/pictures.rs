@@ -39,11 +39,15 @@ pub(super) fn check(
                 })
             };
             let (stdout, stderr) = (read(&p.stdout), read(&p.stderr));
+            let events = read(&model::events_rel(&p.stdout));
+            let (said, unread) = model::parse_events(events.as_ref().map(|e| e.0.as_str()));
             let mut out = model::parse_output(
                 stdout.as_ref().map_or("", |s| s.0.as_str()),
                 stderr.as_ref().map_or("", |s| s.0.as_str()),
+                &said,
             );
             out.incomplete |= stdout.is_none_or(|s| s.1) || stderr.is_none_or(|s| s.1);
+            out.incomplete |= unread || events.is_none_or(|e| e.1);
             out
         })
         .collect();

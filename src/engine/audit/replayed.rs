@@ -2,7 +2,7 @@
 //! where the replay finds a recorded state its history does not give, the trace of the step
 //! where that first shows is named beside the row.
 
-use super::run::output_files;
+use super::record::output_files;
 use super::tree::Tree;
 use super::Report;
 use crate::engine::evidence::{self, Processes};

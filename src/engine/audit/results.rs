@@ -1,6 +1,6 @@
 //! results.json re-derived: every step's `expected`, `observed`, `problems` and `ok` must be
 //! what the driver's checker gives on the raw output (run.rs computes it), in the lab's step
-//! order, and the top-level `lab` and `ok` must follow.
+//! order, and the top-level `lab` and `ok` must follow (with the scenarios' findings).
 
 use serde_json::Value;
 
@@ -22,6 +22,7 @@ pub(super) fn compare(
     results: &Results,
     verdicts: &[Option<Verdict>],
     many: bool,
+    findings_ok: bool,
 ) {
     assert_eq!(steps.len(), verdicts.len(), "one verdict slot per step");
     if results.lab != lab.full_name() {
@@ -89,6 +90,9 @@ pub(super) fn compare(
             }
         }
     }
+    // The run holds when every step held and every scenario shows exactly the anomalies it
+    // expects (findings.rs derives those).
+    let all_ok = all_ok && findings_ok;
     if all_known && results.ok != all_ok {
         report.problem(
             R,

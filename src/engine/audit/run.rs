@@ -4,12 +4,14 @@
 //! again by the driver's own checker; results.json must be that judgement, field by field.
 
 use super::command::{self, Parsed};
+use super::events::{self as bound, Side};
 use super::output::{self, Ran, Which};
+pub(super) use super::record::pinned_pragmas;
+use super::record::{bound_to_step, check_record, events_file, output_files};
 use super::tree::Tree;
-use super::{database, kept, pictures, replayed, results, sequence, statements, Report};
-use crate::crash::Mode;
-use crate::engine::check::{check, Verdict};
-use crate::engine::driver::{apply_moves, pragmas};
+use super::{database, findings, kept, pictures, replayed, results, sequence, statements, Report};
+use crate::engine::check::{check, parse_events, Output, Verdict};
+use crate::engine::driver::apply_moves;
 use crate::engine::evidence::{self, Process, Processes, Results};
 use crate::engine::scenario::{readback_json, Expect, Scenario, Step};
 use crate::fail;
@@ -80,7 +82,7 @@ pub(super) fn check_run(report: &mut Report, tree: &Tree) {
             ),
         );
     }
-    if processes.crash_mode != command.crash_mode.name() {
+    if processes.crash_mode != crate::engine::nemesis::of_mode(command.crash_mode).name() {
         report.problem(
             P,
             format!(
@@ -100,7 +102,8 @@ pub(super) fn check_run(report: &mut Report, tree: &Tree) {
         );
     }
     pinned_pragmas(report, &processes);
-    let mode = command.crash_mode;
+    // The fault the recorded command injects; nothing below asks which one it is.
+    let nemesis = crate::engine::nemesis::of_mode(command.crash_mode);
     let mut scenarios = (lab.scenarios)();
     if let Err(e) = apply_moves(lab, &mut scenarios, &command.moves) {
         report.problem(P, format!("command: {}", fail::one_line(&e)));
@@ -126,6 +129,8 @@ pub(super) fn check_run(report: &mut Report, tree: &Tree) {
     let many = scenarios.len() > 1;
     let study = !command.moves.is_empty();
     let mut verdicts: Vec<Option<Verdict>> = Vec::with_capacity(steps.len());
+    // Each step's events and readback, for the scenarios' findings (findings.rs).
+    let mut seen: Vec<findings::StepSeen> = Vec::with_capacity(steps.len());
     let mut preparer = statements::Preparer::new(&statements::schemas(lab))
         .expect("the lab's own schemas load into an in-memory database");
     // Background steps whose stdout shows the line the driver waited for.
@@ -144,6 +149,7 @@ pub(super) fn check_run(report: &mut Report, tree: &Tree) {
             .or_else(|| processes.processes.iter().find(same));
         let Some(record) = record else {
             verdicts.push(None);
+            seen.push(Default::default());
             continue;
         };
         let (stdout_rel, stderr_rel) = output_files(scenario, step);
@@ -151,18 +157,27 @@ pub(super) fn check_run(report: &mut Report, tree: &Tree) {
             report,
             record,
             step,
-            mode,
+            nemesis,
             &label,
             (&stdout_rel, &stderr_rel),
         );
         let stdout = tree.text(report, &stdout_rel);
         let stderr = tree.text(report, &stderr_rel);
-        let (Some(stdout), Some(stderr)) = (stdout, stderr) else {
+        let events_rel = events_file(scenario, step);
+        let events_text = tree.text(report, &events_rel);
+        let (Some(stdout), Some(stderr), Some(events_text)) = (stdout, stderr, events_text) else {
             verdicts.push(None);
+            seen.push(Default::default());
             continue;
         };
+        let events = parse_events(&events_text);
+        if let Err(why) = &events {
+            report.problem(&events_rel, format!("{label}: {why}"));
+        }
+        let no_events = Vec::new();
+        let said = events.as_ref().unwrap_or(&no_events);
         if let Some(b) = step.background {
-            if stdout.lines().any(|l| l.starts_with(b.ready)) {
+            if said.iter().any(|e| b.ready.is(e)) {
                 ready.insert((scenario.name.clone(), step.name.clone()));
             }
         }
@@ -174,8 +189,18 @@ pub(super) fn check_run(report: &mut Report, tree: &Tree) {
             stdout: &stdout,
             stderr: &stderr,
         };
-        let mut problems = output::check(&ran, lab.points, &processes.pragmas);
-        problems.extend(bound_to_step(&ran, step));
+        let threaded = crate::engine::replay::threaded(step.phase);
+        for (side, text) in bound::check(&ran, said, threaded) {
+            if side == Side::Both {
+                report.problem(&stdout_rel, format!("{label}: {text}"));
+            }
+            report.problem(&events_rel, format!("{label}: {text}"));
+        }
+        let mut problems = output::check_events(&ran, said, lab.points, &processes.pragmas);
+        let crashed = said
+            .iter()
+            .any(|e| matches!(e, crate::events::Event::Crash { .. }));
+        problems.extend(bound_to_step(&ran, step, crashed));
         problems.extend(
             preparer
                 .check(&stdout)
@@ -187,11 +212,22 @@ pub(super) fn check_run(report: &mut Report, tree: &Tree) {
                 Which::Stdout => stdout_rel.as_str(),
                 Which::Stderr => stderr_rel.as_str(),
                 Which::Record => P,
+                Which::Events => events_rel.as_str(),
             };
             report.problem(file, format!("{label}: {text}"));
         }
         // The driver's own checker, on the raw output.
-        let verdict = check(step, mode, record.exit, record.timed_out, &stdout, &stderr);
+        let output = Output {
+            exit: record.exit,
+            timed_out: record.timed_out,
+            stdout: &stdout,
+            stderr: &stderr,
+            events: match &events {
+                Ok(events) => Ok(events),
+                Err(why) => Err(why),
+            },
+        };
+        let verdict = check(step, nemesis, &output);
         // The PASS line counts what the raw output shows happened, not what was armed.
         if verdict.observed["crash_line"] == serde_json::json!(true) {
             report.crashes += 1;
@@ -216,9 +252,11 @@ pub(super) fn check_run(report: &mut Report, tree: &Tree) {
             }
         }
         verdicts.push(Some(verdict));
+        seen.push((said.clone(), readback_json(&stdout)));
     }
+    let findings_ok = findings::check(report, lab, &steps, &seen, results.as_ref());
     if let Some(r) = &results {
-        results::compare(report, lab, &steps, r, &verdicts, many);
+        results::compare(report, lab, &steps, r, &verdicts, many, findings_ok);
     }
     if let Some(rows) = &rows {
         database::check_rows(report, lab, &scenarios, rows, &ready);
@@ -234,142 +272,4 @@ pub(super) fn check_run(report: &mut Report, tree: &Tree) {
         pictures,
     );
     replayed::check(report, tree, lab, &steps, &scenarios, &processes, many);
-}
-
-/// The step's stdout and stderr, relative to DIR, as the driver names them.
-pub(super) fn output_files(scenario: &Scenario, step: &Step) -> (String, String) {
-    let rel = |kind: &str| match &scenario.dir {
-        Some(sub) => format!("{sub}/{}.{kind}.txt", step.name),
-        None => format!("{}.{kind}.txt", step.name),
-    };
-    (rel("stdout"), rel("stderr"))
-}
-
-/// The record must be what the driver writes for this step: nothing in it is free.
-fn check_record(
-    report: &mut Report,
-    record: &Process,
-    step: &Step,
-    mode: Mode,
-    label: &str,
-    (stdout, stderr): (&str, &str),
-) {
-    let mut argv = vec!["crashlab".to_string()];
-    argv.extend(step.argv(mode));
-    if record.argv != argv {
-        report.problem(
-            P,
-            format!(
-                "{label}: argv {:?}, the command runs {:?}",
-                record.argv, argv
-            ),
-        );
-    }
-    let expected_exit = if step.crash.is_some() {
-        mode.expected_exit()
-    } else {
-        step.expected_exit
-    };
-    if record.expected_exit != expected_exit {
-        report.problem(
-            P,
-            format!(
-                "{label}: expected_exit {}, the command gives {expected_exit}",
-                record.expected_exit
-            ),
-        );
-    }
-    if record.crash_point != step.crash {
-        report.problem(
-            P,
-            format!(
-                "{label}: crash_point {:?}, the command arms {:?}",
-                record.crash_point, step.crash
-            ),
-        );
-    }
-    let crash_mode = step.crash.as_ref().map(|_| mode.name().to_string());
-    if record.crash_mode != crash_mode {
-        report.problem(
-            P,
-            format!(
-                "{label}: crash_mode {:?}, the command gives {crash_mode:?}",
-                record.crash_mode
-            ),
-        );
-    }
-    for (field, recorded, canonical) in [
-        ("stdout", &record.stdout, stdout),
-        ("stderr", &record.stderr, stderr),
-    ] {
-        if recorded != canonical {
-            report.problem(
-                P,
-                format!("{label}: {field} '{recorded}', the driver writes it to '{canonical}'"),
-            );
-        }
-    }
-}
-
-/// What ties a step's output to the step, beyond any process's own consistency: a readback
-/// ends with its readback, over the files it names; a failing step's message is on stderr;
-/// in a driver run only a timeout (or the kill mode) ends a process with SIGKILL.
-fn bound_to_step(ran: &Ran<'_>, step: &Step) -> Vec<(Which, String)> {
-    let mut problems = Vec::new();
-    match &step.expect {
-        Expect::Readback(_) => {
-            let last = ran.stdout.lines().last().unwrap_or("");
-            if !last.starts_with('{') {
-                problems.push((
-                    Which::Stdout,
-                    "the last line is not the readback JSON".to_string(),
-                ));
-            }
-            if let Some(readback) = readback_json(ran.stdout) {
-                let databases = ran.databases();
-                for key in readback.as_object().into_iter().flatten().map(|(k, _)| k) {
-                    if key != "absent" && !databases.contains(key.as_str()) {
-                        problems.push((
-                            Which::Stdout,
-                            format!("the readback reports {key}, a database argv does not name"),
-                        ));
-                    }
-                }
-            }
-        }
-        Expect::Output(text)
-            if step.expected_exit != fail::EXIT_OK
-                && ran.exit == step.expected_exit
-                && !ran.stderr.contains(text) =>
-        {
-            problems.push((
-                Which::Stderr,
-                format!("exit {} without its message '{text}' here", ran.exit),
-            ));
-        }
-        _ => {}
-    }
-    let kill_mode = matches!(ran.armed(), Ok(Some(a)) if a.mode == Mode::Kill) && ran.crashed();
-    if ran.signal == Some(libc::SIGKILL) && !kill_mode && !ran.timed_out {
-        problems.push((
-            Which::Record,
-            "ended by SIGKILL, which the driver sends only past a timeout (timed_out false)"
-                .to_string(),
-        ));
-    }
-    problems
-}
-
-/// processes.json's pragmas must be the ones every connection pins (store::PRAGMAS).
-pub(super) fn pinned_pragmas(report: &mut Report, processes: &Processes) {
-    if processes.pragmas != pragmas() {
-        report.problem(
-            evidence::PROCESSES,
-            format!(
-                "pragmas {:?} are not the ones every connection pins {:?}",
-                processes.pragmas,
-                pragmas()
-            ),
-        );
-    }
 }

@@ -13,18 +13,7 @@ use crate::store::Schema;
 
 /// The schemas of a lab's databases, by the short names its traces use.
 pub fn schemas(lab: &Lab) -> Vec<&'static Schema> {
-    use crate::labs::http_dispatch::schema as dispatch;
-    use crate::labs::outbox_inbox::schema as outbox;
-    match lab.id {
-        "14" => vec![&outbox::SENDER, &outbox::QUEUE, &outbox::RECEIVER],
-        "13" => vec![
-            &dispatch::INTENTS,
-            &dispatch::RECEIPTS,
-            &dispatch::HISTORY,
-            &dispatch::RECEIVER,
-        ],
-        _ => Vec::new(),
-    }
+    lab.schemas.to_vec()
 }
 
 /// Problems reported per log: one is enough to fail it, a few say where.

@@ -9,12 +9,13 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 
 use crate::crash::Mode;
-use crate::engine::check::check;
 use crate::engine::evidence::{self, Process, Processes, Results, StepResult};
 use crate::engine::freeze;
+use crate::engine::nemesis;
+use crate::engine::observed::ScenarioFindings;
 use crate::engine::process;
 use crate::engine::report;
-use crate::engine::scenario::{Expect, Scenario, Step, Stop};
+use crate::engine::scenario::Scenario;
 use crate::engine::state::{self, FileRow};
 use crate::engine::Lab;
 use crate::fail;
@@ -37,8 +38,12 @@ pub struct Options {
 pub const STEP_TIMEOUT_MS_MAX: u64 = 600_000;
 
 mod args;
+mod observe;
+mod step;
 mod summary;
 mod table;
+
+use step::{io_failure, readback_key, Ctx};
 
 pub use args::{apply_moves, claim_out, default_out, utc_stamp};
 
@@ -112,10 +117,13 @@ fn execute(
     let git =
         std::thread::spawn(|| evidence::build_checkout().and_then(|c| evidence::git_state(&c)));
     let timeout = Duration::from_millis(options.step_timeout_ms);
+    // The fault the run injects at each armed point; nothing below asks which one it is.
+    let nemesis = nemesis::of_mode(options.crash_mode);
     let mut processes = Vec::new();
     let mut steps = Vec::new();
     let mut files = Vec::new();
     let mut readbacks = BTreeMap::new();
+    let mut findings = Vec::new();
     let mut logical_cache = state::Cache::new();
     for scenario in scenarios {
         let work = tempfile::Builder::new()
@@ -135,11 +143,11 @@ fn execute(
             scenario,
             sub: &sub,
             dir,
-            mode: options.crash_mode,
+            nemesis,
         };
         for (index, step) in scenario.steps.iter().enumerate() {
             let (stdout_rel, stderr_rel) = ctx.rel(step);
-            let argv = step.argv(options.crash_mode);
+            let argv = step.argv(nemesis);
             match step.background {
                 None => {
                     let ended = process::run(
@@ -162,10 +170,11 @@ fn execute(
                         &dir.join(&stderr_rel),
                     )?;
                     reaper.0.push(started.pid);
-                    match process::await_ready(
+                    let ready = background.ready;
+                    match process::await_event(
                         &started,
-                        &dir.join(&stdout_rel),
-                        background.ready,
+                        &process::events_file(&dir.join(&stdout_rel)),
+                        |e| ready.is(e),
                         timeout,
                     )? {
                         Ok(()) => running.push((index, started)),
@@ -240,6 +249,7 @@ fn execute(
             processes.push(process);
             steps.push(result);
         }
+        findings.extend(ctx.findings(lab, &readbacks));
         if options.keep_db {
             let db_dir = if sub.is_empty() {
                 dir.join("db")
@@ -264,7 +274,7 @@ fn execute(
         }
         files.extend(end);
     }
-    let ok = steps.iter().all(|s| s.ok);
+    let ok = steps.iter().all(|s| s.ok) && findings.iter().all(|f: &ScenarioFindings| f.ok);
     let mut command = vec!["crashlab".to_string()];
     command.extend(options.command.iter().cloned());
     let processes = Processes {
@@ -274,7 +284,7 @@ fn execute(
         sqlite_version: store::sqlite_version(),
         pragmas: pragmas(),
         command,
-        crash_mode: options.crash_mode.name().to_string(),
+        crash_mode: nemesis.name().to_string(),
         step_timeout_ms: options.step_timeout_ms,
         moved_crashes: options.moves.clone(),
         total_wall_ms: 0.0,
@@ -284,6 +294,7 @@ fn execute(
         lab: lab.full_name(),
         ok,
         steps,
+        scenarios: findings,
     };
     let mut run = Run {
         processes,
@@ -299,110 +310,4 @@ fn execute(
     report::write(dir)?;
     evidence::write_manifest(dir)?;
     Ok(run)
-}
-
-/// A step that ended with an I/O error (exit 74: a full disk) says nothing about the protocol,
-/// and every later step would fail for it too: the run stops here, naming the step.
-fn io_failure(scenario: &str, step: &Step, ended: &process::Ended, stderr: &Path) -> Result<()> {
-    if ended.exit != fail::EXIT_IOERR {
-        return Ok(());
-    }
-    let said = fs::read_to_string(stderr).unwrap_or_default();
-    let said = said.lines().next().unwrap_or("no message").trim();
-    let said = said.strip_prefix("crashlab: ").unwrap_or(said);
-    Err(fail::io(format!(
-        "step {scenario}/{} ended with an I/O error (exit 74: {said}); is the work directory's or the evidence directory's disk full?",
-        step.name
-    )))
-}
-
-/// What finishing a step needs to know of its scenario.
-struct Ctx<'a> {
-    scenario: &'a Scenario,
-    sub: &'a str,
-    dir: &'a Path,
-    mode: Mode,
-}
-
-impl Ctx<'_> {
-    /// The step's stdout and stderr files, relative to the run's directory.
-    fn rel(&self, step: &Step) -> (String, String) {
-        let rel = |kind: &str| {
-            if self.sub.is_empty() {
-                format!("{}.{kind}.txt", step.name)
-            } else {
-                format!("{}/{}.{kind}.txt", self.sub, step.name)
-            }
-        };
-        (rel("stdout"), rel("stderr"))
-    }
-
-    fn stop(
-        &self,
-        step: &Step,
-        started: &process::Started,
-        timeout: Duration,
-    ) -> Result<process::Ended> {
-        let term = step.background.is_some_and(|b| b.stop == Stop::Term);
-        process::stop(started, term, timeout)
-    }
-
-    /// Check an ended step and make its record.
-    fn finish(
-        &self,
-        step: &Step,
-        ended: &process::Ended,
-        readbacks: &mut BTreeMap<String, String>,
-    ) -> (Process, StepResult) {
-        let (stdout_rel, stderr_rel) = self.rel(step);
-        let stdout = fs::read_to_string(self.dir.join(&stdout_rel)).unwrap_or_default();
-        let stderr = fs::read_to_string(self.dir.join(&stderr_rel)).unwrap_or_default();
-        let verdict = check(
-            step,
-            self.mode,
-            ended.exit,
-            ended.timed_out,
-            &stdout,
-            &stderr,
-        );
-        if let Expect::Readback(_) = step.expect {
-            if let Some(line) = stdout.lines().rev().find(|l| l.starts_with('{')) {
-                readbacks.insert(
-                    readback_key(&self.scenario.name, &step.name),
-                    line.to_string(),
-                );
-            }
-        }
-        let mut argv = vec!["crashlab".to_string()];
-        argv.extend(step.argv(self.mode));
-        let process = Process {
-            scenario: self.scenario.name.clone(),
-            step: step.name.clone(),
-            argv,
-            expected_exit: verdict.expected["exit"].as_i64().unwrap_or_default() as i32,
-            exit: ended.exit,
-            signal: ended.signal,
-            crash_point: step.crash.clone(),
-            crash_mode: step.crash.as_ref().map(|_| self.mode.name().to_string()),
-            stdout: stdout_rel,
-            stderr: stderr_rel,
-            wall_ms: (ended.wall_ms * 1000.0).round() / 1000.0,
-            max_rss_kb: ended.max_rss_kb,
-            timed_out: ended.timed_out,
-        };
-        let result = StepResult {
-            scenario: self.scenario.name.clone(),
-            step: step.name.clone(),
-            ok: verdict.problems.is_empty(),
-            expected: verdict.expected,
-            observed: verdict.observed,
-            problems: verdict.problems,
-        };
-        (process, result)
-    }
-}
-
-/// Readbacks are kept by scenario and step: lab 13 repeats step names across scenarios.
-fn readback_key(scenario: &str, step: &str) -> String {
-    format!("{scenario}/{step}")
 }

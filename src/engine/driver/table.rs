@@ -58,6 +58,7 @@ pub(super) fn print_report(lab: &Lab, run: &Run, scenarios: &[Scenario], options
     if scenarios.len() > 1 {
         print_scenarios(run, scenarios);
     }
+    let unexpected = super::observe::print_findings(run);
     let failed: Vec<&StepResult> = run.results.steps.iter().filter(|s| !s.ok).collect();
     for s in &failed {
         for problem in &s.problems {
@@ -70,7 +71,7 @@ pub(super) fn print_report(lab: &Lab, run: &Run, scenarios: &[Scenario], options
     }
     let total = run.processes.total_wall_ms;
     let n = run.processes.processes.len();
-    if failed.is_empty() {
+    if failed.is_empty() && unexpected == 0 {
         crate::say!(
             "PASS: {}, every expectation held; total wall_ms {total:.1}",
             plural(n, "process", "processes")
@@ -81,6 +82,10 @@ pub(super) fn print_report(lab: &Lab, run: &Run, scenarios: &[Scenario], options
                 options.moves.join(", ")
             );
         }
+    } else if failed.is_empty() {
+        crate::say!(
+            "FAIL: {unexpected} scenarios show other anomalies than they expect; total wall_ms {total:.1}"
+        );
     } else {
         crate::say!(
             "FAIL: {} of {} did not hold their expectations; total wall_ms {total:.1}",

@@ -2,7 +2,10 @@
 //! time, peak memory, and a SIGKILL when it runs past its timeout or the run is interrupted
 //! (SIGINT, SIGTERM: every wait here wakes on `interrupt`'s self-pipe).
 
+mod record;
 mod wait;
+
+pub use record::Step;
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -12,8 +15,9 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 
-use crate::events;
+use crate::events::{self, Event};
 use crate::interrupt;
+pub use rustix::process::Signal;
 pub use wait::{decode_status, wait_bounded, waitid_nowait};
 
 /// Every child spawned here and not reaped yet: what `kill_all` ends when a run is
@@ -39,11 +43,7 @@ pub fn remember(pid: libc::pid_t) {
 pub fn kill_all() {
     let pids: Vec<libc::pid_t> = children().drain(..).collect();
     for pid in pids {
-        // SAFETY: kill and waitpid on our own unreaped child have no memory effects.
-        unsafe {
-            libc::kill(pid, libc::SIGKILL);
-            libc::waitpid(pid, std::ptr::null_mut(), 0);
-        }
+        kill_and_reap(pid);
     }
 }
 
@@ -108,12 +108,19 @@ pub fn die_with_parent_if_asked() {
     let Ok(parent) = value.parse::<libc::pid_t>() else {
         return;
     };
-    // SAFETY: prctl and getppid have no memory effects.
-    unsafe {
-        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-        if libc::getppid() != parent {
-            libc::_exit(128 + libc::SIGKILL);
-        }
+    let armed = rustix::process::set_parent_process_death_signal(Some(Signal::KILL));
+    let parent_now = rustix::process::getppid().map_or(0, |p| p.as_raw_nonzero().get());
+    if armed.is_err() || parent_now != parent {
+        // Not armed, or the parent is already gone: this child must not run unbound.
+        std::process::exit(128 + libc::SIGKILL);
+    }
+}
+
+/// SIGKILL our own child, not reaped yet, and reap it (its status is not wanted).
+fn kill_and_reap(pid: libc::pid_t) {
+    wait::kill(pid);
+    if let Some(pid) = rustix::process::Pid::from_raw(pid) {
+        let _ = rustix::process::waitpid(Some(pid), rustix::process::WaitOptions::empty());
     }
 }
 
@@ -138,7 +145,9 @@ pub fn events_file(stdout: &Path) -> PathBuf {
     stdout.with_file_name(format!("{stem}.events.jsonl"))
 }
 
-/// Spawn `exe args…` in `cwd` without waiting, stdout and stderr into the given files. The
+/// Spawn the role `exe args…` in `cwd` without waiting, stdout and stderr into the given
+/// files and its events (`CRASHLAB_EVENTS`) into `events_file(stdout)`, created empty here
+/// so that every process has its events file, even one that dies before it opens it. The
 /// child gets SIGKILL should the driver die first (PR_SET_PDEATHSIG), so none outlives a run.
 pub fn spawn(
     exe: &Path,
@@ -147,11 +156,18 @@ pub fn spawn(
     stdout: &Path,
     stderr: &Path,
 ) -> Result<Started> {
-    spawn_with(exe, args, cwd, stdout, stderr, None)
+    spawn_full(
+        exe,
+        args,
+        &[],
+        cwd,
+        stdout,
+        stderr,
+        Some(&events_file(stdout)),
+    )
 }
 
-/// `spawn` with variables added to the child's environment (`CRASHLAB_EVENTS`: where the
-/// role writes its events).
+/// `spawn` with variables added to the child's environment.
 pub fn spawn_env(
     exe: &Path,
     args: &[String],
@@ -160,12 +176,31 @@ pub fn spawn_env(
     stdout: &Path,
     stderr: &Path,
 ) -> Result<Started> {
-    spawn_full(exe, args, env, cwd, stdout, stderr, None)
+    spawn_full(
+        exe,
+        args,
+        env,
+        cwd,
+        stdout,
+        stderr,
+        Some(&events_file(stdout)),
+    )
 }
 
-/// As `spawn`, and with `events` its events (`CRASHLAB_EVENTS`) go to that file, created
-/// empty here so that every process has its events file, even one that dies before it opens
-/// it; without, the child never inherits the events file of the process that spawns it.
+/// Spawn a crashlab run that is no role (`audit --rerun` runs a driver): no events file; it
+/// gives each of its own roles theirs.
+pub fn spawn_run(
+    exe: &Path,
+    args: &[String],
+    cwd: &Path,
+    stdout: &Path,
+    stderr: &Path,
+) -> Result<Started> {
+    spawn_full(exe, args, &[], cwd, stdout, stderr, None)
+}
+
+/// As `spawn`, with the events file named (`None`: no events file, and never the file of
+/// the process that spawns it).
 pub fn spawn_with(
     exe: &Path,
     args: &[String],
@@ -194,6 +229,9 @@ fn spawn_full(
     match events {
         Some(events) => {
             File::create(events).with_context(|| format!("creating {}", events.display()))?;
+            // The child runs in another directory: it gets the path whole.
+            let events = std::path::absolute(events)
+                .with_context(|| format!("locating {}", events.display()))?;
             command.env(events::EVENTS_ENV, events);
         }
         // Never the file of the process that spawns it.
@@ -253,8 +291,46 @@ pub fn poll_exit(started: &Started) -> Result<Option<Ended>> {
     }))
 }
 
+/// Wait (bounded) until the child's events file holds an event `ready` accepts, or the child
+/// ends. Returns the end when it ended first (None: it did neither within `timeout`).
+pub fn await_event(
+    started: &Started,
+    events: &Path,
+    ready: impl Fn(&Event) -> bool,
+    timeout: Duration,
+) -> Result<Result<(), Option<Ended>>> {
+    const POLL_MS: u64 = 10;
+    let rounds = timeout.as_millis() as u64 / POLL_MS + 1;
+    for _ in 0..rounds {
+        // Interrupted: the caller's reaper kills the child on the way out.
+        interrupt::check()?;
+        if events_so_far(events).iter().any(&ready) {
+            return Ok(Ok(()));
+        }
+        if let Some(ended) = poll_exit(started)? {
+            return Ok(Err(Some(ended)));
+        }
+        std::thread::sleep(Duration::from_millis(POLL_MS));
+    }
+    Ok(Err(None))
+}
+
+/// The complete events of a live process's file: a line still being written (no newline
+/// yet) is left for the next look; one that is not an event counts as none (the audit says
+/// so once the process has ended).
+fn events_so_far(path: &Path) -> Vec<Event> {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let complete = text.rfind('\n').map_or("", |at| &text[..=at]);
+    complete
+        .lines()
+        .filter_map(|line| events::parse(&format!("{line}\n")).ok())
+        .flatten()
+        .collect()
+}
+
 /// Wait (bounded) until the child's stdout file holds a line starting with `ready`, or the
-/// child ends. Returns the end when it ended first; Ok(None) when it is ready.
+/// child ends. Returns the end when it ended first; Ok(None) when it is ready. (For callers
+/// that still wait on a line; the driver waits on events, `await_event`.)
 pub fn await_ready(
     started: &Started,
     stdout: &Path,
@@ -278,12 +354,20 @@ pub fn await_ready(
     Ok(Err(None))
 }
 
+/// Send `signal` to a child that is still ours (not reaped); one that has exited meanwhile
+/// takes it without effect.
+pub fn signal(started: &Started, signal: Signal) {
+    if let Some(pid) = rustix::process::Pid::from_raw(started.pid) {
+        let _ = rustix::process::kill_process(pid, signal);
+    }
+}
+
 /// End a background child: SIGTERM first when `term`, then wait at most `timeout`, then
 /// SIGKILL (reported as timed out).
 pub fn stop(started: &Started, term: bool, timeout: Duration) -> Result<Ended> {
     if term {
-        // SAFETY: kill has no memory effects; the pid is unreaped, so still ours.
-        unsafe { libc::kill(started.pid, libc::SIGTERM) };
+        // The pid is unreaped, so still ours.
+        signal(started, Signal::TERM);
     }
     wait_bounded(started.pid, started.started, timeout)
 }
@@ -299,12 +383,44 @@ impl Drop for Reaper {
             if !children().contains(&pid) {
                 continue;
             }
-            // SAFETY: kill and waitpid on our own unreaped child have no memory effects.
-            unsafe {
-                libc::kill(pid, libc::SIGKILL);
-                libc::waitpid(pid, std::ptr::null_mut(), 0);
-            }
+            kill_and_reap(pid);
             forget(pid);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_events_file_sits_beside_the_stdout() {
+        assert_eq!(
+            events_file(Path::new("dir/s/a.stdout.txt")),
+            Path::new("dir/s/a.events.jsonl")
+        );
+        assert_eq!(
+            events_file(Path::new("logs/sender.1.stdout")),
+            Path::new("logs/sender.1.events.jsonl")
+        );
+        assert_eq!(
+            events_file(Path::new("out.log")),
+            Path::new("out.log.events.jsonl")
+        );
+    }
+
+    #[test]
+    fn only_complete_event_lines_count_while_a_process_writes() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a.events.jsonl");
+        std::fs::write(
+            &path,
+            "{\"event\":\"ready\",\"port\":1}\n{\"event\":\"lock-he",
+        )
+        .unwrap();
+        assert_eq!(events_so_far(&path), vec![Event::Ready { port: 1 }]);
+        std::fs::write(&path, "READY 1\n{\"event\":\"end\",\"code\":0}\n").unwrap();
+        assert_eq!(events_so_far(&path), vec![Event::End { code: 0 }]);
+        assert!(events_so_far(&dir.path().join("missing")).is_empty());
     }
 }

@@ -1,12 +1,13 @@
-//! Waiting for a child with a bound: its pidfd polled beside the interrupt self-pipe (a
-//! thread in waitid on a kernel without pidfds), then one wait4 that reaps it and reads its
-//! rusage. A child is never reaped before it is known to have exited, so a SIGKILL sent after
+//! Waiting for a child with a bound: its pidfd polled beside the interrupt self-pipe (rustix's
+//! pidfd_open and poll; a thread in waitid on a kernel without pidfds), then one wait4 that
+//! reaps it and reads its rusage (wait4 with rusage is the one call rustix does not cover). A child is never reaped before it is known to have exited, so a SIGKILL sent after
 //! a timeout or an interruption can never reach a recycled pid.
 
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
+use rustix::process::{kill_process, pidfd_open, Pid, PidfdFlags, Signal};
 
 use super::{forget, Ended};
 use crate::interrupt;
@@ -42,26 +43,15 @@ fn wait_exited(pid: libc::pid_t) -> std::io::Result<()> {
 /// has a state among `flags` to report (always, once it returns, unless WNOHANG is given).
 /// The child stays unreaped, so its pid stays ours.
 pub fn waitid_nowait(pid: libc::pid_t, flags: libc::c_int) -> std::io::Result<bool> {
+    use rustix::process::{waitid, WaitId, WaitIdOptions};
+    let pid = Pid::from_raw(pid).ok_or_else(|| std::io::Error::from_raw_os_error(libc::ECHILD))?;
+    let options = WaitIdOptions::from_bits_retain(flags as u32) | WaitIdOptions::NOWAIT;
     loop {
-        // SAFETY: a zeroed siginfo_t is a valid value for waitid to fill.
-        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
-        // SAFETY: waitid writes only into `info`, which we own.
-        let r = unsafe {
-            libc::waitid(
-                libc::P_PID,
-                pid as libc::id_t,
-                &mut info,
-                flags | libc::WNOWAIT,
-            )
-        };
-        if r == 0 {
-            // With WNOHANG, a child with nothing to report leaves si_pid zero.
-            // SAFETY: si_pid is valid to read in the info waitid fills for a child.
-            return Ok(unsafe { info.si_pid() } == pid);
-        }
-        let err = std::io::Error::last_os_error();
-        if err.kind() != std::io::ErrorKind::Interrupted {
-            return Err(err);
+        match waitid(WaitId::Pid(pid), options) {
+            // With NOHANG, a child with nothing to report gives no status.
+            Ok(status) => return Ok(status.is_some()),
+            Err(rustix::io::Errno::INTR) => {}
+            Err(e) => return Err(e.into()),
         }
     }
 }
@@ -99,8 +89,7 @@ pub fn wait_bounded(pid: libc::pid_t, started: Instant, timeout: Duration) -> Re
     if waited != Waited::Exited {
         // Still running, and not reaped (only wait4 below reaps), so the pid is still this
         // child's.
-        // SAFETY: kill has no memory effects.
-        unsafe { libc::kill(pid, libc::SIGKILL) };
+        kill(pid);
     }
     let (exit, signal, max_rss_kb) = wait4(pid).context("reaping a child")?;
     if let Waited::Interrupted(signal) = waited {
@@ -123,13 +112,11 @@ const WAKE_SLICE: Duration = Duration::from_millis(100);
 /// Whether `pid` exits within `timeout`, by polling its pidfd and the interrupt self-pipe (no
 /// thread, no reaping); `None` when the kernel has no pidfd_open.
 fn exited_within(pid: libc::pid_t, timeout: Duration) -> Option<Waited> {
-    // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor or -1.
-    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) } as libc::c_int;
-    if fd < 0 {
-        return None;
-    }
+    use rustix::event::{poll, PollFd, PollFlags, Timespec};
+    let fd = pidfd_open(Pid::from_raw(pid)?, PidfdFlags::empty()).ok()?;
+    // SAFETY: the self-pipe is opened once and never closed while the process runs.
+    let wake = interrupt::wake_fd().map(|w| unsafe { std::os::fd::BorrowedFd::borrow_raw(w) });
     let deadline = Instant::now() + timeout;
-    let wake = interrupt::wake_fd().unwrap_or(-1);
     let waited = loop {
         if let Some(signal) = interrupt::caught() {
             break Waited::Interrupted(signal);
@@ -138,35 +125,32 @@ fn exited_within(pid: libc::pid_t, timeout: Duration) -> Option<Waited> {
         if left.is_zero() {
             break Waited::TimedOut;
         }
-        // A negative fd is ignored by poll: without a handler only the pidfd counts.
-        let mut polls = [
-            libc::pollfd {
-                fd,
-                events: libc::POLLIN,
-                revents: 0,
-            },
-            libc::pollfd {
-                fd: wake,
-                events: libc::POLLIN,
-                revents: 0,
-            },
-        ];
-        let slice_ms = left.min(WAKE_SLICE).as_millis().max(1) as libc::c_int;
-        // SAFETY: poll reads and writes only the two pollfds we own.
-        let r = unsafe { libc::poll(polls.as_mut_ptr(), 2, slice_ms) };
-        if r > 0 && polls[0].revents != 0 {
-            break Waited::Exited;
-        }
-        if r < 0 && std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
+        // Without a handler only the pidfd counts.
+        let mut polls = vec![PollFd::new(&fd, PollFlags::IN)];
+        polls.extend(wake.as_ref().map(|w| PollFd::new(w, PollFlags::IN)));
+        let slice = left.min(WAKE_SLICE).max(Duration::from_millis(1));
+        let slice = Timespec {
+            tv_sec: slice.as_secs() as i64,
+            tv_nsec: i64::from(slice.subsec_nanos()),
+        };
+        match poll(&mut polls, Some(&slice)) {
+            Ok(n) if n > 0 && !polls[0].revents().is_empty() => break Waited::Exited,
+            // A slice passed, or the self-pipe woke us: look at the flag and the deadline.
+            Ok(_) | Err(rustix::io::Errno::INTR) => {}
             // poll itself failed: count it as the bound passing, never as an exit.
-            break Waited::TimedOut;
+            Err(_) => break Waited::TimedOut,
         }
-        // r == 0 (a slice passed), EINTR (a signal: the flag says which), or the self-pipe:
-        // look at the flag and the deadline again.
     };
-    // SAFETY: fd is ours and closed once.
-    unsafe { libc::close(fd) };
+    // The pidfd closes as it drops.
     Some(waited)
+}
+
+/// SIGKILL to a child not reaped yet (so the pid is still this child's). A child that has
+/// exited meanwhile (a zombie) takes it without effect.
+pub(super) fn kill(pid: libc::pid_t) {
+    if let Some(pid) = Pid::from_raw(pid) {
+        let _ = kill_process(pid, Signal::KILL);
+    }
 }
 
 /// The same wait on a kernel without pidfds: a thread blocks in waitid (without reaping),
@@ -202,8 +186,7 @@ fn wait_with_thread(pid: libc::pid_t, timeout: Duration) -> Result<Waited> {
     }
     // Timed out or interrupted: kill it (unreaped, so the pid is still this child's) and let
     // the waiting thread see it exit.
-    // SAFETY: kill has no memory effects.
-    unsafe { libc::kill(pid, libc::SIGKILL) };
+    kill(pid);
     rx.recv_timeout(Duration::from_secs(10))
         .context("a child killed with SIGKILL did not exit within 10 s")?
         .context("waiting for a child")?;

@@ -12,6 +12,7 @@ use super::load::Row;
 use super::walk::Proc;
 use super::Problems;
 use crate::engine::files::logical_sha256_conn;
+use crate::engine::Databases;
 
 /// The logical digest of a database with nothing in it (a file just created).
 pub fn empty_digest() -> &'static str {
@@ -47,33 +48,20 @@ pub fn digest(store: &Store, row: &Row) -> Result<(), (String, String)> {
 }
 
 /// The readback a readback step would print on the replayed files; `None` for a step whose
-/// phase prints none.
+/// phase prints none. The lab whose readback phase it is answers (through the registry).
 pub fn readback(
     phase: &str,
     files: &BTreeMap<String, String>,
     store: &Store,
 ) -> Result<Option<Value>, String> {
-    let conn = |flag: &str| files.get(flag).and_then(|f| store.conn(f));
-    let state = match phase {
-        "verify" => {
-            let Some(sender) = conn("sender") else {
-                return Err("the replay has no sender database for it to read".to_string());
-            };
-            crate::labs::outbox_inbox::readback::state_of(sender, conn("queue"), conn("receiver"))
-                .map(|s| serde_json::to_value(s).expect("a readback serializes"))
-        }
-        "dispatch-verify" => crate::labs::http_dispatch::readback::state_of(
-            conn("intents"),
-            conn("receipts"),
-            conn("history"),
-            conn("receiver"),
-        )
-        .map(|s| serde_json::to_value(s).expect("a readback serializes")),
-        _ => return Ok(None),
-    };
-    state
-        .map(Some)
-        .map_err(|e| format!("reading the replayed files: {e}"))
+    let dbs: Databases<'_> = files
+        .iter()
+        .filter_map(|(flag, file)| store.conn(file).map(|c| (flag.as_str(), c)))
+        .collect();
+    crate::labs::LABS
+        .iter()
+        .find_map(|lab| (lab.readback)(phase, &dbs))
+        .transpose()
 }
 
 /// The part of a readback one file decides: its object, and whether it is named absent.

@@ -5,7 +5,8 @@
 //!
 //! - after every step, each file's `logical_sha256` in `database-files.json`;
 //! - every field of every readback (the last JSON line of each readback step);
-//! - `COMMITTED` lines against the traced commits (commits.rs);
+//! - the commit claims (each `COMMITTED` line's commit event, claims.rs) against the traced
+//!   commits (commits.rs);
 //! - the roles' claims against what their statements did (roles.rs).
 //!
 //! What the replay proves: that the recorded states and claims are the ones the traced
@@ -28,6 +29,7 @@
 //! reported, is not judged. In a single-connection role a BEGIN inside an open transaction
 //! is reported as a problem (SQLite refuses it).
 
+mod claims;
 mod commits;
 mod compare;
 mod engine;
@@ -46,6 +48,11 @@ use std::path::Path;
 use crate::engine::evidence::{Process, DATABASE_FILES};
 use crate::engine::scenario::{readback_json, Expect, Scenario};
 use crate::engine::Lab;
+
+/// Whether a phase serves on several threads that share one stdout (and one events file).
+pub fn threaded(phase: &str) -> bool {
+    commits::THREADED.contains(&phase)
+}
 
 /// (evidence file, problem) pairs, in the order found.
 pub type Problems = Vec<(String, String)>;
@@ -129,7 +136,21 @@ fn scene<'a>(
                 readbacks.insert(index, value);
             }
         }
-        let lines = trace::parse(&text);
+        let mut lines = trace::parse(&text);
+        // The claims are the commit events' (claims.rs); the trace says where they stand.
+        let events_rel = crate::engine::report::model::events_rel(&record.stdout);
+        let events = load::read_text(dir, &events_rel)
+            .and_then(|t| crate::events::parse(&t).map_err(|e| crate::fail::one_line(&e)));
+        let unpaired = match events {
+            Ok(events) => claims::from_events(&mut lines, &events, threaded(step.phase)),
+            Err(e) => Some(format!("its events cannot be read: {e}")),
+        };
+        if let Some(why) = unpaired {
+            problems.push((
+                events_rel,
+                format!("{}/{}: {why}", scenario.name, step.name),
+            ));
+        }
         let files = flags(&record.argv, lab);
         let mut line_files = Vec::with_capacity(lines.len());
         for line in &lines {

@@ -9,7 +9,7 @@ use serde_json::json;
 use super::engine::{Session, Store};
 use crate::engine::evidence::Process;
 use crate::engine::files::logical_sha256_conn;
-use crate::engine::scenario::{Background, Expect, Scenario, Step, Stop};
+use crate::engine::scenario::{Background, Expect, Ready, Scenario, Step, Stop};
 use crate::labs::http_dispatch::lab::LAB;
 
 const BG: &str = "SQL receiver BEGIN IMMEDIATE
@@ -66,10 +66,24 @@ fn intents(n: i64) -> String {
     digest(&all)
 }
 
+/// A step's stdout and the commit events its role writes beside its `COMMITTED` lines.
+fn write_stdout(dir: &Path, step: &str, stdout: &str) {
+    fs::write(dir.join(format!("{step}.stdout.txt")), stdout).unwrap();
+    let events: String = stdout
+        .lines()
+        .filter_map(|l| l.strip_prefix("COMMITTED "))
+        .map(|rest| {
+            let (db, what) = rest.split_once(' ').unwrap_or((rest, ""));
+            json!({"event": "commit", "db": db, "what": what}).to_string() + "\n"
+        })
+        .collect();
+    fs::write(dir.join(format!("{step}.events.jsonl")), events).unwrap();
+}
+
 fn scenario() -> Scenario {
     let bg = Step::new("bg", "receiver", &["--db", "receiver.db"], 0, Expect::Exit).in_background(
         Background {
-            ready: "READY",
+            ready: Ready::Listening,
             stop_after: None,
             stop: Stop::Term,
         },
@@ -104,9 +118,9 @@ type Spec<'a> = (&'a str, Option<i64>, Option<i64>, &'a [&'a str]);
 
 fn run(dir: &Path, rows: &[Spec<'_>]) -> Vec<(String, String)> {
     let scenario = scenario();
-    fs::write(dir.join("bg.stdout.txt"), BG).unwrap();
-    fs::write(dir.join("fg1.stdout.txt"), fg(1, true)).unwrap();
-    fs::write(dir.join("fg2.stdout.txt"), fg(2, false)).unwrap();
+    write_stdout(dir, "bg", BG);
+    write_stdout(dir, "fg1", &fg(1, true));
+    write_stdout(dir, "fg2", &fg(2, false));
     let mut table = Vec::new();
     for (after, k, n, frozen) in rows {
         for (file, digest) in [
@@ -211,11 +225,11 @@ fn a_statement_that_fails_in_the_replay_must_have_failed_in_the_run() {
     let dir = tempfile::tempdir().unwrap();
     run(dir.path(), &[]);
     // fg2 inserts into a table that was never created: the replay fails where the run went on.
-    fs::write(
-        dir.path().join("fg1.stdout.txt"),
+    write_stdout(
+        dir.path(),
+        "fg1",
         "SQL intents BEGIN IMMEDIATE\nSQL intents COMMIT\n",
-    )
-    .unwrap();
+    );
     let scenario = scenario();
     let processes: Vec<Process> = scenario.steps.iter().map(|s| process(s, None)).collect();
     let problems = super::check(dir.path(), &LAB, &[scenario], &processes);
@@ -244,7 +258,7 @@ fn interleaved(dir: &Path, trace: &str) -> Vec<(String, String)> {
         Expect::Exit,
     )
     .in_background(Background {
-        ready: "READY ",
+        ready: Ready::Listening,
         stop_after: None,
         stop: Stop::Term,
     });
@@ -253,7 +267,7 @@ fn interleaved(dir: &Path, trace: &str) -> Vec<(String, String)> {
         dir: None,
         steps: vec![step],
     };
-    fs::write(dir.join("receiver.stdout.txt"), trace).unwrap();
+    write_stdout(dir, "receiver", trace);
     let rows = json!([{
         "scenario": "s", "after_step": "<end>", "file": "receiver.db", "exists": true,
         "bytes": 4096, "sha256": null, "logical_sha256": INTERLEAVED_DIGEST,

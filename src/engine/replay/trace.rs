@@ -151,15 +151,8 @@ pub fn one_line(sql: &str) -> String {
 fn ddl_sources() -> &'static BTreeMap<String, &'static str> {
     static MAP: OnceLock<BTreeMap<String, &'static str>> = OnceLock::new();
     MAP.get_or_init(|| {
-        let schemas = [
-            &crate::labs::outbox_inbox::schema::SENDER,
-            &crate::labs::outbox_inbox::schema::QUEUE,
-            &crate::labs::outbox_inbox::schema::RECEIVER,
-            &crate::labs::http_dispatch::schema::INTENTS,
-            &crate::labs::http_dispatch::schema::RECEIPTS,
-            &crate::labs::http_dispatch::schema::HISTORY,
-            &crate::labs::http_dispatch::schema::RECEIVER,
-        ];
+        // Every lab's, through the registry.
+        let schemas = crate::labs::LABS.iter().flat_map(|lab| lab.schemas.iter());
         let mut map = BTreeMap::new();
         for schema in schemas {
             // The DDL has no `;` inside a literal, so `;` ends each statement.

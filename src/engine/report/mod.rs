@@ -15,6 +15,8 @@ pub mod timeline;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_output;
 
 use std::fs;
 use std::path::Path;

@@ -1,6 +1,6 @@
 //! The evidence of one driver run as the pictures need it: the records the driver wrote
-//! (processes.json, results.json, database-files.json) and what each process's stdout says
-//! (its commits, its crash, its last words). Loading reads files; everything else is pure.
+//! (processes.json, results.json, database-files.json), what each process's events say (its
+//! commits, its crash) and its last words on stdout and stderr. Loading reads files; everything else is pure.
 
 use std::fs;
 use std::io::Read;
@@ -13,6 +13,7 @@ use serde_json::Value;
 use crate::engine::evidence::{self, Process, Processes, Results, StepResult};
 use crate::engine::files::FileRow;
 use crate::engine::report::text;
+use crate::events::Event;
 
 /// The most of one stdout or stderr file read: a run's files are kilobytes; a foreign
 /// directory cannot make the page unbounded.
@@ -28,7 +29,8 @@ pub struct Evidence {
     pub outputs: Vec<Output>,
 }
 
-/// `COMMITTED <db> <what>`: one transaction a process reported durable.
+/// A commit event (`COMMITTED <db> <what>` on stdout): one transaction a process reported
+/// durable.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Commit {
     /// The database's role as the line names it: `queue`, `intents`.
@@ -51,26 +53,39 @@ pub struct Output {
     pub incomplete: bool,
 }
 
-/// Parse a process's stdout and stderr. Pure.
-pub fn parse_output(stdout: &str, stderr: &str) -> Output {
+/// What a process did: its commits and its crash from its events, its last words from its
+/// stdout and stderr. Pure.
+pub fn parse_output(stdout: &str, stderr: &str, events: &[Event]) -> Output {
     let mut out = Output::default();
-    for line in stdout.lines() {
-        if let Some(rest) = line.strip_prefix("COMMITTED ") {
-            if out.commits.len() == COMMITS_MAX {
-                out.incomplete = true;
-                continue;
+    for event in events {
+        match event {
+            Event::Commit { db, what } => {
+                if out.commits.len() == COMMITS_MAX {
+                    out.incomplete = true;
+                    continue;
+                }
+                out.commits.push(Commit {
+                    db: db.clone(),
+                    what: what.clone(),
+                    ids: ids(what),
+                });
             }
-            let (db, what) = rest.split_once(' ').unwrap_or((rest, ""));
-            out.commits.push(Commit {
-                db: db.to_string(),
-                what: what.to_string(),
-                ids: ids(what),
-            });
-        } else if let Some(rest) = line.strip_prefix("CRASH ") {
-            out.crash = Some(rest.to_string());
-        } else if !line.trim().is_empty()
+            Event::Crash { point, mode, .. } => {
+                let line = match crate::engine::nemesis::find(mode) {
+                    Ok(nemesis) => nemesis.crash_line(point),
+                    Err(_) => format!("CRASH {point} {mode}"),
+                };
+                out.crash = Some(line.strip_prefix("CRASH ").unwrap_or(&line).to_string());
+            }
+            _ => {}
+        }
+    }
+    for line in stdout.lines() {
+        if !line.trim().is_empty()
             && !line.starts_with("SQL ")
             && !line.starts_with("POINT ")
+            && !line.starts_with("COMMITTED ")
+            && !line.starts_with("CRASH ")
             && !line.starts_with('{')
         {
             out.summary = Some(line.to_string());
@@ -81,6 +96,22 @@ pub fn parse_output(stdout: &str, stderr: &str) -> Output {
         .find(|l| l.starts_with("crashlab:"))
         .map(str::to_string);
     out
+}
+
+/// The events of a process whose stdout is `stdout_rel`: its `.events.jsonl` beside it.
+pub fn events_rel(stdout_rel: &str) -> String {
+    crate::engine::process::events_file(Path::new(stdout_rel))
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// Events read for a picture: what cannot be parsed draws as no events, and marks the
+/// output incomplete (the audit names the file).
+pub fn parse_events(text: Option<&str>) -> (Vec<Event>, bool) {
+    match text.map(crate::events::parse) {
+        Some(Ok(events)) => (events, false),
+        _ => (Vec::new(), true),
+    }
 }
 
 /// The words after `message` and `key`, stripped of punctuation: `M1`, `K1`.
@@ -139,11 +170,15 @@ pub fn load(dir: &Path) -> Result<Evidence> {
         .map(|p| {
             let stdout = read_output(dir, &p.stdout);
             let stderr = read_output(dir, &p.stderr);
+            let events = read_output(dir, &events_rel(&p.stdout));
+            let (said, unread) = parse_events(events.as_ref().map(|e| e.0.as_str()));
             let mut out = parse_output(
                 stdout.as_ref().map_or("", |s| s.0.as_str()),
                 stderr.as_ref().map_or("", |s| s.0.as_str()),
+                &said,
             );
             out.incomplete |= stdout.is_none_or(|s| s.1) || stderr.is_none_or(|s| s.1);
+            out.incomplete |= unread || events.is_none_or(|e| e.1);
             out
         })
         .collect();

@@ -3,9 +3,10 @@
 
 use serde_json::json;
 
+use super::tests_output::events_of;
 use crate::engine::evidence::{Process, Processes, Results, StepResult};
 use crate::engine::files::FileRow;
-use crate::engine::report::model::{self, parse_output, Evidence};
+use crate::engine::report::model::{parse_output, Evidence};
 use crate::engine::report::picture::{LaneKind, MarkKind};
 use crate::engine::report::{html, layout, place, render, text, timeline};
 
@@ -116,7 +117,7 @@ fn evidence(final_ok: bool) -> Evidence {
     let outputs = stdouts
         .iter()
         .zip(["", "", "", ""])
-        .map(|(out, err)| parse_output(out, err))
+        .map(|(out, err)| parse_output(out, err, &events_of(out)))
         .collect();
     Evidence {
         processes: Processes {
@@ -140,6 +141,7 @@ fn evidence(final_ok: bool) -> Evidence {
             lab: "13-http-dispatch".to_string(),
             ok: final_ok,
             steps: results,
+            scenarios: Vec::new(),
         },
         files,
         outputs,
@@ -203,25 +205,6 @@ fn only_paths_inside_the_run_are_linked() {
     ] {
         assert!(!text::linkable(bad), "{bad}");
     }
-}
-
-#[test]
-fn stdout_gives_commits_ids_crash_and_last_words() {
-    let out = parse_output(
-        "SQL queue COMMIT\nCOMMITTED queue claim of delivery 1 message M1 by c1\nPOINT x #1\n\
-         COMMITTED receiver inbox and ledger for message M1 (+25 to R1)\nCONSUMED applied=1\n\
-         CRASH consumer.after-ack exit=73\n{\"a\":1}\n",
-        "noise\ncrashlab: payload conflict\n",
-    );
-    assert_eq!(out.commits.len(), 2);
-    assert_eq!(out.commits[0].db, "queue");
-    assert_eq!(out.commits[0].what, "claim of delivery 1 message M1 by c1");
-    assert_eq!(out.commits[1].ids, vec!["M1"]);
-    assert_eq!(model::ids("receipt key K1"), vec!["K1"]);
-    assert!(model::ids("delivery 3").is_empty());
-    assert_eq!(out.crash.as_deref(), Some("consumer.after-ack exit=73"));
-    assert_eq!(out.summary.as_deref(), Some("CONSUMED applied=1"));
-    assert_eq!(out.error.as_deref(), Some("crashlab: payload conflict"));
 }
 
 #[test]

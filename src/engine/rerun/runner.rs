@@ -277,7 +277,7 @@ pub fn rerun(recorded: &Recorded, dir: &Path) -> Result<Rerun> {
     let exe = std::env::current_exe().context("locating the crashlab binary")?;
     let stdout = temp.path().join("rerun.stdout.txt");
     let stderr = temp.path().join("rerun.stderr.txt");
-    let started = process::spawn(&exe, &recorded.command[1..], &cwd, &stdout, &stderr)?;
+    let started = process::spawn_run(&exe, &recorded.command[1..], &cwd, &stdout, &stderr)?;
     let ended = match wait_then_stop(&started, recorded.timeout)? {
         Stopped::Ended(ended) => ended,
         Stopped::Interrupted(signal) => {
@@ -354,13 +354,12 @@ fn wait_then_stop(started: &process::Started, timeout: Duration) -> Result<Stopp
         }
         let now = Instant::now();
         if term_sent.is_none() && (why.is_some() || now >= deadline) {
-            // SAFETY: kill has no memory effects; the pid is unreaped, so still ours.
-            unsafe { libc::kill(started.pid, libc::SIGTERM) };
+            // The pid is unreaped, so still ours.
+            process::signal(started, process::Signal::TERM);
             term_sent = Some(now);
         }
         if kill_sent.is_none() && term_sent.is_some_and(|t| now.duration_since(t) >= STOP_GRACE) {
-            // SAFETY: as above.
-            unsafe { libc::kill(started.pid, libc::SIGKILL) };
+            process::signal(started, process::Signal::KILL);
             kill_sent = Some(now);
         }
         std::thread::sleep(POLL);

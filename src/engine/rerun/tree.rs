@@ -9,6 +9,7 @@ use anyhow::{Context, Result};
 use serde_json::Value;
 
 use super::compare::{self, Comparison};
+use super::normalise;
 use super::rows;
 use super::scope::{self, Rule, Scope};
 
@@ -137,6 +138,12 @@ fn file(
         return Ok(());
     }
     let (ta, tb) = (read(pa)?, read(pb)?);
+    if rel.ends_with(".events.jsonl") {
+        // One event a line: each is normalised as JSON is, by key (the `pid` of `start`,
+        // the `port` of `ready`), then compared line by line.
+        compare::text(cmp, rel, &events_lines(&ta), &events_lines(&tb));
+        return Ok(());
+    }
     let parsed = rel.ends_with(".json").then(|| {
         (
             serde_json::from_str::<Value>(&ta),
@@ -156,4 +163,16 @@ fn file(
     cmp.fields += compare::leaves(&ja);
     compare::json(cmp, rel, "", &ja, &jb, &unsettled);
     Ok(())
+}
+
+/// The lines of an events file, each JSON line normalised by key; a line that is no JSON is
+/// kept as it is (and differs).
+fn events_lines(text: &str) -> String {
+    text.lines()
+        .map(|line| match serde_json::from_str::<Value>(line) {
+            Ok(value) => normalise::json(&value).to_string(),
+            Err(_) => line.to_string(),
+        })
+        .map(|line| line + "\n")
+        .collect()
 }

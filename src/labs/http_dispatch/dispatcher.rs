@@ -18,6 +18,7 @@ use crate::crash;
 use crate::fail;
 use crate::labs::http_dispatch::client::{self, NoReply, Reply};
 use crate::labs::http_dispatch::model::shown_key;
+use crate::labs::http_dispatch::points;
 use crate::labs::http_dispatch::schema::{HISTORY, INTENTS, RECEIPTS};
 use crate::labs::outbox_inbox::model::now_ms;
 use crate::out;
@@ -213,7 +214,7 @@ pub fn run(options: &Options<'_>) -> Result<Outcome> {
                 )))
             }
         }
-        crash::point("dispatcher.after-response");
+        crash::point(points::DISPATCHER_AFTER_RESPONSE);
         write_receipt(&receipts, &intent.key, &reply).map_err(on_receipts)?;
         append_history(&history, &intent.key, &reply).map_err(on_history)?;
         outcome.delivered += 1;
@@ -267,10 +268,10 @@ fn record_attempt(intents: &Db, key: &str) -> rusqlite::Result<()> {
         .prepare_cached("INSERT INTO attempts(key, started_ms) VALUES (?1, ?2)")?
         .execute(params![key, now_ms()])?;
     let id = intents.conn.last_insert_rowid();
-    crash::point("dispatcher.before-attempt-commit");
+    crash::point(points::DISPATCHER_BEFORE_ATTEMPT_COMMIT);
     intents.conn.execute_batch("COMMIT")?;
     out::committed("intents", &format!("attempt {id} key {}", shown_key(key)));
-    crash::point("dispatcher.after-attempt-commit");
+    crash::point(points::DISPATCHER_AFTER_ATTEMPT_COMMIT);
     Ok(())
 }
 
@@ -280,7 +281,7 @@ fn mark_unknown(intents: &Db, key: &str) -> rusqlite::Result<()> {
         .conn
         .prepare_cached("UPDATE intents SET status = 'unknown' WHERE key = ?1")?
         .execute([key])?;
-    crash::point("dispatcher.before-unknown-commit");
+    crash::point(points::DISPATCHER_BEFORE_UNKNOWN_COMMIT);
     intents.conn.execute_batch("COMMIT")?;
     out::committed(
         "intents",
@@ -289,7 +290,7 @@ fn mark_unknown(intents: &Db, key: &str) -> rusqlite::Result<()> {
             shown_key(key)
         ),
     );
-    crash::point("dispatcher.after-unknown-commit");
+    crash::point(points::DISPATCHER_AFTER_UNKNOWN_COMMIT);
     Ok(())
 }
 
@@ -301,10 +302,10 @@ fn write_receipt(receipts: &Db, key: &str, reply: &Reply) -> rusqlite::Result<()
             "INSERT INTO receipts(key, status, response, replayed, received_ms) VALUES (?1, ?2, ?3, ?4, ?5)",
         )?
         .execute(params![key, reply.status, reply.body, reply.replayed, now_ms()])?;
-    crash::point("dispatcher.before-receipt-commit");
+    crash::point(points::DISPATCHER_BEFORE_RECEIPT_COMMIT);
     receipts.conn.execute_batch("COMMIT")?;
     out::committed("receipts", &format!("receipt key {}", shown_key(key)));
-    crash::point("dispatcher.after-receipt-commit");
+    crash::point(points::DISPATCHER_AFTER_RECEIPT_COMMIT);
     Ok(())
 }
 
@@ -321,10 +322,10 @@ fn append_history(history: &Db, key: &str, reply: &Reply) -> rusqlite::Result<()
             "INSERT INTO history(key, event, at_ms) VALUES (?1, ?2, ?3) ON CONFLICT(key) DO NOTHING",
         )?
         .execute(params![key, event, now_ms()])?;
-    crash::point("dispatcher.before-history-commit");
+    crash::point(points::DISPATCHER_BEFORE_HISTORY_COMMIT);
     history.conn.execute_batch("COMMIT")?;
     out::committed("history", &format!("history key {}", shown_key(key)));
-    crash::point("dispatcher.after-history-commit");
+    crash::point(points::DISPATCHER_AFTER_HISTORY_COMMIT);
     Ok(())
 }
 

@@ -8,6 +8,7 @@ use rusqlite::{params, OptionalExtension};
 use crate::crash;
 use crate::fail;
 use crate::labs::http_dispatch::model::{check_body, check_key, shown_key};
+use crate::labs::http_dispatch::points;
 use crate::labs::http_dispatch::schema::INTENTS;
 use crate::labs::outbox_inbox::model::now_ms;
 use crate::out;
@@ -57,9 +58,9 @@ pub fn run(path: &Path, key: &str, body: &str) -> Result<Recorded> {
         .and_then(|mut s| s.execute(params![key, body, now_ms()]))
         .map_err(on_db)?;
     let seq = db.conn.last_insert_rowid();
-    crash::point("intent.before-commit");
+    crash::point(points::INTENT_BEFORE_COMMIT);
     db.conn.execute_batch("COMMIT").map_err(on_db)?;
     out::committed("intents", &format!("intent {seq} key {}", shown_key(key)));
-    crash::point("intent.after-commit");
+    crash::point(points::INTENT_AFTER_COMMIT);
     Ok(Recorded::New(seq))
 }

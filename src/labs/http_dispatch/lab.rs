@@ -2,13 +2,14 @@
 //! each readback must show. The driver runs this; the audit re-checks evidence against it.
 //!
 //! Every scenario runs in its own work directory; the receiver is a background step (the
-//! driver waits for its `READY` line and stops it with SIGTERM), and writes its port to
+//! driver waits for its `ready` event and stops it with SIGTERM), and writes its port to
 //! `receiver.port`, which the dispatcher and the raw client read.
 
-use crate::engine::scenario::{Background, Expect, Scenario, Step, Stop};
+use crate::crash::Point;
+use crate::engine::scenario::{Background, Expect, Ready, Scenario, Step, Stop};
 use crate::engine::Lab;
 use crate::fail::{EXIT_CONFLICT, EXIT_LOCKED, EXIT_OK, EXIT_UNAVAILABLE};
-use crate::labs::http_dispatch::points::POINTS;
+use crate::labs::http_dispatch::points::{self, POINTS};
 use crate::labs::http_dispatch::roles::{self, Argv, Dispatch, Post, Serve, FILES};
 pub use crate::labs::http_dispatch::stages::{stage, STAGES};
 
@@ -30,6 +31,14 @@ pub static LAB: Lab = Lab {
     ],
     load: None,
     explore: Some(&super::explore::PLAN),
+    history: super::history::history,
+    schemas: &[
+        &super::schema::INTENTS,
+        &super::schema::RECEIPTS,
+        &super::schema::HISTORY,
+        &super::schema::RECEIVER,
+    ],
+    readback: super::readback::replayed,
 };
 
 const BODY: &str = r#"{"amount":25,"to":"R1"}"#;
@@ -41,7 +50,7 @@ fn step(name: &str, argv: Argv, exit: i32, expect: Expect) -> Step {
 }
 
 /// A step that runs a role's argv and crashes at `point`.
-fn crashing(name: &str, argv: Argv, point: &str) -> Step {
+fn crashing(name: &str, argv: Argv, point: Point) -> Step {
     let args: Vec<&str> = argv.args().iter().map(String::as_str).collect();
     Step::crashing(name, argv.role(), &args, point)
 }
@@ -81,7 +90,7 @@ impl Build {
         mode: &'static str,
         serve: Serve,
         stop_after: Option<&'static str>,
-        crash: Option<&str>,
+        crash: Option<Point>,
     ) -> Build {
         let argv = roles::receiver(&FILES, mode, &serve);
         let step = match crash {
@@ -89,7 +98,7 @@ impl Build {
             None => step(name, argv, EXIT_OK, Expect::Output("STOPPED receiver")),
         };
         self.step(step.in_background(Background {
-            ready: "READY ",
+            ready: Ready::Listening,
             stop_after,
             stop: Stop::Term,
         }))
@@ -99,7 +108,7 @@ impl Build {
         self.step(step(name, roles::dispatcher(&FILES, &how), exit, expect))
     }
 
-    fn dispatch_crash(self, point: &str) -> Build {
+    fn dispatch_crash(self, point: Point) -> Build {
         let argv = roles::dispatcher(&FILES, &Dispatch::default());
         self.step(crashing("dispatch-crash", argv, point))
     }
@@ -138,7 +147,7 @@ fn dispatcher_crash(name: &'static str, mode: &'static str, recover: Expect) -> 
     Build::new(name)
         .intent(BODY)
         .receiver("receiver", mode, Serve::default(), None, None)
-        .dispatch_crash("dispatcher.after-response")
+        .dispatch_crash(points::DISPATCHER_AFTER_RESPONSE)
         .verify("after-crash")
         .dispatch("dispatch-recover", Dispatch::default(), EXIT_OK, recover)
         .verify("final")
@@ -154,7 +163,7 @@ fn receiver_crash(name: &'static str, mode: &'static str) -> Scenario {
             mode,
             Serve::default(),
             Some("dispatch-lost"),
-            Some("receiver.after-effect-commit"),
+            Some(points::RECEIVER_AFTER_EFFECT_COMMIT),
         )
         .dispatch(
             "dispatch-lost",
@@ -196,7 +205,7 @@ pub fn scenarios() -> Vec<Scenario> {
                 Some("dispatch-crash"),
                 None,
             )
-            .dispatch_crash("dispatcher.after-response")
+            .dispatch_crash(points::DISPATCHER_AFTER_RESPONSE)
             .verify("after-crash")
             .receiver("receiver-restart", "keyed", Serve::default(), None, None)
             .dispatch(
@@ -277,7 +286,7 @@ pub fn scenarios() -> Vec<Scenario> {
                     Expect::Output("DISPATCHED delivered=1"),
                 )
                 .in_background(Background {
-                    ready: "LOCKED ",
+                    ready: Ready::LockHeld,
                     stop_after: Some("dispatch-waiting"),
                     stop: Stop::Wait,
                 }),
@@ -311,7 +320,7 @@ pub fn scenarios() -> Vec<Scenario> {
                 None,
                 None,
             )
-            .dispatch_crash("dispatcher.after-response")
+            .dispatch_crash(points::DISPATCHER_AFTER_RESPONSE)
             .dispatch(
                 "dispatch-recover",
                 Dispatch::default(),
@@ -353,7 +362,7 @@ pub fn scenarios() -> Vec<Scenario> {
         Build::new("unkeyed-unknown-hold")
             .intent(BODY)
             .receiver("receiver", "unkeyed", Serve::default(), None, None)
-            .dispatch_crash("dispatcher.after-response")
+            .dispatch_crash(points::DISPATCHER_AFTER_RESPONSE)
             .dispatch(
                 "dispatch-hold",
                 Dispatch {

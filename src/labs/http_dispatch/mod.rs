@@ -5,6 +5,7 @@
 pub mod client;
 pub mod dispatcher;
 pub mod explore;
+pub mod history;
 pub mod intent;
 pub mod lab;
 pub mod model;

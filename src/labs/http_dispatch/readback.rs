@@ -210,3 +210,19 @@ pub fn read_traced(paths: &Paths<'_>, trace: bool) -> Result<State> {
     }
     Ok(state)
 }
+
+/// The readback of `dispatch-verify` on the replayed databases (engine::Lab::readback).
+pub fn replayed(
+    phase: &str,
+    dbs: &crate::engine::Databases<'_>,
+) -> Option<Result<serde_json::Value, String>> {
+    if phase != "dispatch-verify" {
+        return None;
+    }
+    let db = |flag: &str| dbs.get(flag).copied();
+    Some(
+        state_of(db("intents"), db("receipts"), db("history"), db("receiver"))
+            .map(|s| serde_json::to_value(s).expect("a readback serializes"))
+            .map_err(|e| format!("reading the replayed files: {e}")),
+    )
+}

@@ -18,6 +18,7 @@ use super::consumer_queue::{ack_rows, claim_rows};
 use crate::crash;
 use crate::fail;
 use crate::labs::outbox_inbox::model::{busy_wait, now_ms, Payload};
+use crate::labs::outbox_inbox::points;
 use crate::labs::outbox_inbox::schema::{QUEUE, RECEIVER};
 use crate::labs::outbox_inbox::variant::Variant;
 use crate::out;
@@ -200,13 +201,13 @@ fn claim(queue: &Db, options: &Options<'_>) -> rusqlite::Result<Vec<Delivery>> {
         queue.conn.execute_batch("ROLLBACK")?;
         return Ok(claimed);
     }
-    crash::point("consumer.before-claim-commit");
+    crash::point(points::CONSUMER_BEFORE_CLAIM_COMMIT);
     queue.conn.execute_batch("COMMIT")?;
     out::committed(
         "queue",
         &format!("claim of {} by {}", describe(&claimed), options.consumer_id),
     );
-    crash::point("consumer.after-claim-commit");
+    crash::point(points::CONSUMER_AFTER_CLAIM_COMMIT);
     Ok(claimed)
 }
 
@@ -375,10 +376,10 @@ fn apply(
                 }
             }
         }
-        crash::point("consumer.before-inbox-commit");
+        crash::point(points::CONSUMER_BEFORE_INBOX_COMMIT);
         receiver.conn.execute_batch("COMMIT")?;
         out::committed("receiver", &format!("inbox of {}", describe(claimed)));
-        crash::point("consumer.after-inbox-commit");
+        crash::point(points::CONSUMER_AFTER_INBOX_COMMIT);
     }
     receiver.conn.execute_batch("BEGIN IMMEDIATE")?;
     let mut credited = 0;
@@ -408,7 +409,7 @@ fn apply(
         receiver.conn.execute_batch("ROLLBACK")?;
         return Ok(());
     }
-    crash::point("consumer.before-receiver-commit");
+    crash::point(points::CONSUMER_BEFORE_RECEIVER_COMMIT);
     receiver.conn.execute_batch("COMMIT")?;
     // Report what this transaction holds: the broken variants commit the credit alone.
     let holds = match variant {
@@ -419,7 +420,7 @@ fn apply(
         "receiver",
         &format!("{holds} for {}", describe_applied(claimed, decisions)),
     );
-    crash::point("consumer.after-receiver-commit");
+    crash::point(points::CONSUMER_AFTER_RECEIVER_COMMIT);
     Ok(())
 }
 
@@ -444,9 +445,9 @@ fn describe_applied(claimed: &[Delivery], decisions: &[Decision]) -> String {
 fn ack(queue: &Db, claimed: &[Delivery], decisions: &[Decision]) -> rusqlite::Result<()> {
     queue.conn.execute_batch("BEGIN IMMEDIATE")?;
     ack_rows(queue, claimed, decisions)?;
-    crash::point("consumer.before-ack");
+    crash::point(points::CONSUMER_BEFORE_ACK);
     queue.conn.execute_batch("COMMIT")?;
     out::committed("queue", &format!("ack of {}", describe(claimed)));
-    crash::point("consumer.after-ack");
+    crash::point(points::CONSUMER_AFTER_ACK);
     Ok(())
 }

@@ -10,6 +10,7 @@ use rusqlite::params;
 
 use super::consumer::{describe, Decision, Delivery, Options};
 use super::model::now_ms;
+use super::points;
 use super::variant::Variant;
 use crate::crash;
 use crate::out;
@@ -32,9 +33,9 @@ pub(super) fn ack_and_claim(
     queue.conn.execute_batch("BEGIN IMMEDIATE")?;
     ack_rows(queue, claimed, decisions)?;
     let next = claim_rows(queue, options)?;
-    crash::point("consumer.before-ack");
+    crash::point(points::CONSUMER_BEFORE_ACK);
     if !next.is_empty() {
-        crash::point("consumer.before-claim-commit");
+        crash::point(points::CONSUMER_BEFORE_CLAIM_COMMIT);
     }
     queue.conn.execute_batch("COMMIT")?;
     let what = match next.is_empty() {
@@ -47,9 +48,9 @@ pub(super) fn ack_and_claim(
         ),
     };
     out::committed("queue", &what);
-    crash::point("consumer.after-ack");
+    crash::point(points::CONSUMER_AFTER_ACK);
     if !next.is_empty() {
-        crash::point("consumer.after-claim-commit");
+        crash::point(points::CONSUMER_AFTER_CLAIM_COMMIT);
     }
     Ok(next)
 }

@@ -7,6 +7,7 @@ use rusqlite::params;
 
 use crate::crash;
 use crate::labs::outbox_inbox::model::{check_amount, check_id, now_ms, Payload};
+use crate::labs::outbox_inbox::points;
 use crate::labs::outbox_inbox::schema::QUEUE;
 use crate::out;
 use crate::store::{self, Access};
@@ -26,7 +27,7 @@ pub fn run(queue_path: &Path, message: &str, contract: &str, amount: i64) -> Res
             )?
             .execute(params![message, payload.canonical(), now_ms()])?;
         let id = queue.conn.last_insert_rowid();
-        crash::point("enqueue.before-commit");
+        crash::point(points::ENQUEUE_BEFORE_COMMIT);
         queue.conn.execute_batch("COMMIT")?;
         Ok(id)
     };
@@ -35,6 +36,6 @@ pub fn run(queue_path: &Path, message: &str, contract: &str, amount: i64) -> Res
         "queue",
         &format!("raw delivery {id} message {message} amount {amount}"),
     );
-    crash::point("enqueue.after-commit");
+    crash::point(points::ENQUEUE_AFTER_COMMIT);
     Ok(id)
 }

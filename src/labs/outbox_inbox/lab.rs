@@ -1,9 +1,10 @@
 //! Lab 14 (outbox-inbox) as data: its files, its crash points, its protocol and the state each
 //! readback must show. The driver runs this; the audit re-checks evidence against it.
 
-use super::points::POINTS;
+use super::points::{self, POINTS};
 use super::roles::{self, Argv, Send, CONSUME, FILES};
 use super::variant::Variant;
+use crate::crash::Point;
 use crate::engine::scenario::{Expect, Scenario, Stage, Step};
 use crate::engine::Lab;
 use crate::fail::{EXIT_CONFLICT, EXIT_OK};
@@ -20,6 +21,13 @@ pub static LAB: Lab = Lab {
     roles: &["sender", "publisher", "consumer", "enqueue", "verify"],
     load: Some(&super::load::LOAD),
     explore: Some(&super::explore::PLAN),
+    history: super::history::history,
+    schemas: &[
+        &super::schema::SENDER,
+        &super::schema::QUEUE,
+        &super::schema::RECEIVER,
+    ],
+    readback: super::readback::replayed,
 };
 
 pub static STAGES: &[Stage] = &[
@@ -79,7 +87,7 @@ fn step(name: &str, argv: Argv, exit: i32, expect: Expect) -> Step {
 }
 
 /// A step that runs a role's argv and crashes at `point`.
-fn crashing(name: &str, argv: Argv, point: &str) -> Step {
+fn crashing(name: &str, argv: Argv, point: Point) -> Step {
     let args: Vec<&str> = argv.args().iter().map(String::as_str).collect();
     Step::crashing(name, role(&argv), &args, point)
 }
@@ -121,16 +129,20 @@ pub fn scenarios() -> Vec<Scenario> {
         crashing(
             "business-crash",
             roles::sender(&FILES, business, 1),
-            "sender.after-commit",
+            points::SENDER_AFTER_COMMIT,
         ),
         verify("after-business"),
-        crashing("publish-crash", publisher(), "publisher.after-queue-commit"),
+        crashing(
+            "publish-crash",
+            publisher(),
+            points::PUBLISHER_AFTER_QUEUE_COMMIT,
+        ),
         verify("after-publish"),
         step("publish-recover", publisher(), EXIT_OK, Expect::Exit),
         crashing(
             "consume-crash",
             consumer(),
-            "consumer.after-receiver-commit",
+            points::CONSUMER_AFTER_RECEIVER_COMMIT,
         ),
         verify("after-consume"),
         step("consume-recover", consumer(), EXIT_OK, Expect::Exit),

@@ -5,6 +5,7 @@ pub mod consumer;
 pub mod consumer_queue;
 pub mod enqueue;
 pub mod explore;
+pub mod history;
 pub mod lab;
 pub mod load;
 pub mod load_amounts;

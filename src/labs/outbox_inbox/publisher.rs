@@ -9,6 +9,7 @@ use rusqlite::params;
 
 use crate::crash;
 use crate::labs::outbox_inbox::model::{busy_wait, now_ms, Payload};
+use crate::labs::outbox_inbox::points;
 use crate::labs::outbox_inbox::schema::{QUEUE, SENDER};
 use crate::labs::outbox_inbox::variant::Variant;
 use crate::out;
@@ -148,10 +149,10 @@ fn enqueue(queue: &Db, rows: &[Row]) -> rusqlite::Result<()> {
             )?
             .execute(params![row.payload.message, row.payload.canonical(), now])?;
     }
-    crash::point("publisher.before-queue-commit");
+    crash::point(points::PUBLISHER_BEFORE_QUEUE_COMMIT);
     queue.conn.execute_batch("COMMIT")?;
     out::committed("queue", &format!("delivery of {}", describe(rows)));
-    crash::point("publisher.after-queue-commit");
+    crash::point(points::PUBLISHER_AFTER_QUEUE_COMMIT);
     Ok(())
 }
 
@@ -165,9 +166,9 @@ fn mark_sent(sender: &Db, rows: &[Row]) -> rusqlite::Result<()> {
             .prepare_cached("UPDATE outbox SET status = 'sent', sent_ms = ?1 WHERE seq = ?2 AND status = 'pending'")?
             .execute(params![now, row.seq])?;
     }
-    crash::point("publisher.before-mark-sent");
+    crash::point(points::PUBLISHER_BEFORE_MARK_SENT);
     sender.conn.execute_batch("COMMIT")?;
     out::committed("sender", &format!("outbox sent for {}", describe(rows)));
-    crash::point("publisher.after-mark-sent");
+    crash::point(points::PUBLISHER_AFTER_MARK_SENT);
     Ok(())
 }

@@ -184,3 +184,27 @@ pub fn detail(paths: &Paths<'_>) -> Result<Detail> {
     }
     Ok(detail)
 }
+
+/// The readback of `verify` on the replayed databases (engine::Lab::readback).
+pub fn replayed(
+    phase: &str,
+    dbs: &crate::engine::Databases<'_>,
+) -> Option<Result<serde_json::Value, String>> {
+    if phase != "verify" {
+        return None;
+    }
+    let Some(sender) = dbs.get("sender") else {
+        return Some(Err(
+            "the replay has no sender database for it to read".to_string()
+        ));
+    };
+    Some(
+        state_of(
+            sender,
+            dbs.get("queue").copied(),
+            dbs.get("receiver").copied(),
+        )
+        .map(|s| serde_json::to_value(s).expect("a readback serializes"))
+        .map_err(|e| format!("reading the replayed files: {e}")),
+    )
+}

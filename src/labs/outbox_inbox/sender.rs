@@ -8,6 +8,7 @@ use rusqlite::{params, ErrorCode};
 use crate::crash;
 use crate::fail;
 use crate::labs::outbox_inbox::model::{busy_wait, check_amount, check_id};
+use crate::labs::outbox_inbox::points;
 use crate::labs::outbox_inbox::schema::SENDER;
 use crate::out;
 use crate::store::{self, Access};
@@ -68,7 +69,7 @@ pub fn run(db_path: &Path, contracts: &[Contract], batch: usize) -> Result<usize
                 return Err(explain(e));
             }
         }
-        crash::point("sender.before-commit");
+        crash::point(points::SENDER_BEFORE_COMMIT);
         db.conn.execute_batch("COMMIT").map_err(explain)?;
         written += chunk.len();
         let what = match chunk {
@@ -83,7 +84,7 @@ pub fn run(db_path: &Path, contracts: &[Contract], batch: usize) -> Result<usize
             ),
         };
         out::committed("sender", &what);
-        crash::point("sender.after-commit");
+        crash::point(points::SENDER_AFTER_COMMIT);
     }
     Ok(written)
 }

@@ -14,6 +14,7 @@ use super::{Answer, Mode};
 use crate::crash;
 use crate::fail;
 use crate::labs::http_dispatch::model::{body_sha256, key_problem, shown_key};
+use crate::labs::http_dispatch::points;
 use crate::labs::outbox_inbox::model::now_ms;
 use crate::out;
 use crate::store::{self, Db};
@@ -186,7 +187,7 @@ impl Worker {
             )?
             .execute(params![key, digest, response, now])?;
         }
-        crash::point("receiver.before-effect-commit");
+        crash::point(points::RECEIVER_BEFORE_EFFECT_COMMIT);
         conn.execute_batch("COMMIT")?;
         out::committed(
             "receiver",
@@ -195,7 +196,7 @@ impl Worker {
         crate::events::emit(&crate::events::Event::Applied {
             item: key.map_or("-".into(), shown_key),
         });
-        crash::point("receiver.after-effect-commit");
+        crash::point(points::RECEIVER_AFTER_EFFECT_COMMIT);
         Ok(Answer::json(response, format!("applied effect {effect}")))
     }
 
