@@ -8,6 +8,7 @@ use crashlab::{cli, crash, engine, fail, out, route, store};
 
 fn main() {
     engine::process::die_with_parent_if_asked();
+    engine::registry::install(crashlab::labs::LABS);
     out::catch_print_panics();
     // `crashlab` alone is someone asking what this is: the short guide, and success.
     if std::env::args_os().len() == 1 {

@@ -270,8 +270,8 @@ pub fn run(command: Command) -> Result<i32> {
         }
         Command::Points { lab: name, json } => {
             let labs: Vec<&engine::Lab> = match name {
-                Some(name) => vec![crate::labs::find(&name)?],
-                None => crate::labs::LABS.to_vec(),
+                Some(name) => vec![crate::engine::registry::find(&name)?],
+                None => crate::engine::registry::labs().to_vec(),
             };
             if json {
                 let value: Vec<serde_json::Value> = labs
@@ -298,7 +298,7 @@ pub fn run(command: Command) -> Result<i32> {
             step_timeout_ms,
             json,
         } => {
-            let lab = crate::labs::find(&name)?;
+            let lab = crate::engine::registry::find(&name)?;
             let out_dir = out_dir.unwrap_or_else(|| engine::driver::default_out(lab));
             let command = recorded_args();
             engine::driver::run(

@@ -13,6 +13,7 @@ pub mod load;
 pub mod nemesis;
 pub mod observed;
 pub mod process;
+pub mod registry;
 pub mod replay;
 pub mod report;
 pub mod rerun;

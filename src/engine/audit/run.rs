@@ -30,7 +30,7 @@ pub(super) fn check_run(report: &mut Report, tree: &Tree) {
     let Some(processes) = processes else {
         return;
     };
-    let lab = match crate::labs::find(&processes.lab) {
+    let lab = match crate::engine::registry::find(&processes.lab) {
         Ok(lab) if lab.full_name() == processes.lab => lab,
         Ok(lab) => {
             report.problem(
@@ -61,7 +61,7 @@ pub(super) fn check_run(report: &mut Report, tree: &Tree) {
             return;
         }
     };
-    match crate::labs::find(&command.lab) {
+    match crate::engine::registry::find(&command.lab) {
         Ok(l) if l.full_name() == lab.full_name() => {}
         Ok(l) => report.problem(
             P,

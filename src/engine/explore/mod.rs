@@ -186,7 +186,7 @@ pub struct Run<'a> {
 }
 
 pub fn command(args: &Args, recorded: Vec<String>) -> Result<i32> {
-    let lab = crate::labs::find(&args.lab)?;
+    let lab = crate::engine::registry::find(&args.lab)?;
     let plan = plan_of(lab)?;
     let designs = parse_designs(plan, &args.variants)?;
     let points = parse_points(lab, args.points.as_deref())?;

@@ -17,11 +17,11 @@ use profile::LoadProfile;
 /// The lab named `name` and its load profile; a lab without one is refused in one line that
 /// names the labs that have one.
 pub fn profile(name: &str) -> anyhow::Result<(&'static Lab, &'static dyn LoadProfile)> {
-    let lab = crate::labs::find(name)?;
+    let lab = crate::engine::registry::find(name)?;
     match lab.load {
         Some(profile) => Ok((lab, profile)),
         None => {
-            let with: Vec<String> = crate::labs::LABS
+            let with: Vec<String> = crate::engine::registry::labs()
                 .iter()
                 .filter(|l| l.load.is_some())
                 .map(|l| format!("{} ({})", l.id, l.slug))

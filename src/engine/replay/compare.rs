@@ -58,7 +58,7 @@ pub fn readback(
         .iter()
         .filter_map(|(flag, file)| store.conn(file).map(|c| (flag.as_str(), c)))
         .collect();
-    crate::labs::LABS
+    crate::engine::registry::labs()
         .iter()
         .find_map(|lab| (lab.readback)(phase, &dbs))
         .transpose()

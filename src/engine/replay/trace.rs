@@ -152,7 +152,9 @@ fn ddl_sources() -> &'static BTreeMap<String, &'static str> {
     static MAP: OnceLock<BTreeMap<String, &'static str>> = OnceLock::new();
     MAP.get_or_init(|| {
         // Every lab's, through the registry.
-        let schemas = crate::labs::LABS.iter().flat_map(|lab| lab.schemas.iter());
+        let schemas = crate::engine::registry::labs()
+            .iter()
+            .flat_map(|lab| lab.schemas.iter());
         let mut map = BTreeMap::new();
         for schema in schemas {
             // The DDL has no `;` inside a literal, so `;` ends each statement.

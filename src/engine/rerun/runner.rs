@@ -141,7 +141,7 @@ pub fn recorded(dir: &Path) -> Result<Recorded> {
     })?;
     // An unknown lab is a malformed command too: said here, not after a rerun that fails.
     let known = |name: &str| {
-        crate::labs::find(name)
+        crate::engine::registry::find(name)
             .map(|_| ())
             .map_err(|e| fail::usage(format!("{where_}: {}", fail::one_line(&e))))
     };

@@ -76,7 +76,7 @@ pub struct Scope {
 
 impl Scope {
     pub fn new(kind: Kind, lab: &str) -> Scope {
-        let background = match (kind, crate::labs::find(lab)) {
+        let background = match (kind, crate::engine::registry::find(lab)) {
             (Kind::Driver, Ok(lab)) => background_steps(lab),
             _ => BTreeSet::new(),
         };
@@ -234,12 +234,12 @@ mod tests {
 
     #[test]
     fn lab13_receiver_steps_are_background_and_lab14_has_none() {
-        let lab13 = background_steps(crate::labs::find("13").unwrap());
+        let lab13 = background_steps(crate::engine::registry::find("13").unwrap());
         assert!(lab13.contains(&("two-dispatchers".into(), "dispatch-first".into())));
         assert!(lab13.contains(&("two-dispatchers".into(), "final".into())));
         // Before its receiver starts, a scenario's first step runs alone.
         assert!(!lab13.contains(&("two-dispatchers".into(), "intent".into())));
-        assert!(background_steps(crate::labs::find("14").unwrap()).is_empty());
+        assert!(background_steps(crate::engine::registry::find("14").unwrap()).is_empty());
     }
 
     #[test]

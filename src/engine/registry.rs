@@ -1,0 +1,45 @@
+//! The labs the engine may run, handed to it once at start-up (`main` installs
+//! `labs::LABS`). The labs depend on the engine, never the reverse: no engine file imports
+//! a lab or the registry's module, so adding a lab touches only its folder and that list.
+
+use std::sync::OnceLock;
+
+use crate::engine::Lab;
+use crate::fail;
+
+static LABS: OnceLock<&'static [&'static Lab]> = OnceLock::new();
+
+/// Hand the engine its labs. Installing the same list twice is harmless; a different one
+/// is a programming error.
+pub fn install(labs: &'static [&'static Lab]) {
+    let installed = LABS.get_or_init(|| labs);
+    assert!(
+        std::ptr::eq(*installed, labs),
+        "the engine's labs are installed once"
+    );
+}
+
+/// Every lab, in registry order.
+pub fn labs() -> &'static [&'static Lab] {
+    // The library's own unit tests have no `main`: they run against the real labs.
+    #[cfg(test)]
+    install(crate::labs::LABS);
+    LABS.get()
+        .copied()
+        .expect("main installs the labs before any engine command runs")
+}
+
+/// Find a lab by `14`, `outbox-inbox` or `14-outbox-inbox`.
+pub fn find(name: &str) -> anyhow::Result<&'static Lab> {
+    labs()
+        .iter()
+        .copied()
+        .find(|lab| lab.id == name || lab.slug == name || lab.full_name() == name)
+        .ok_or_else(|| {
+            let known: Vec<String> = labs()
+                .iter()
+                .map(|l| format!("{} ({})", l.id, l.slug))
+                .collect();
+            fail::usage(format!("unknown lab '{name}'; known: {}", known.join(", ")))
+        })
+}
