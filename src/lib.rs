@@ -4,6 +4,7 @@
 //! and audits any lab; `labs` holds each lab in its own folder, registered in `labs::LABS`.
 
 pub mod cli;
+pub mod common;
 pub mod crash;
 pub mod engine;
 pub mod events;

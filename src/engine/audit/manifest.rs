@@ -4,8 +4,8 @@ use sha2::{Digest, Sha256};
 
 use super::tree::{plain, Tree};
 use super::Report;
+use crate::common::hex;
 use crate::engine::evidence::{self, Manifest};
-use crate::labs::outbox_inbox::model::hex;
 
 fn hex64(v: &str) -> bool {
     v.len() == 64

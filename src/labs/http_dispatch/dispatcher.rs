@@ -14,13 +14,13 @@ use std::time::{Duration, Instant};
 use anyhow::Result;
 use rusqlite::{params, OptionalExtension};
 
+use crate::common::now_ms;
 use crate::crash;
 use crate::fail;
 use crate::labs::http_dispatch::client::{self, NoReply, Reply};
 use crate::labs::http_dispatch::model::shown_key;
 use crate::labs::http_dispatch::points;
 use crate::labs::http_dispatch::schema::{HISTORY, INTENTS, RECEIPTS};
-use crate::labs::outbox_inbox::model::now_ms;
 use crate::out;
 use crate::store::{self, Access, Db};
 

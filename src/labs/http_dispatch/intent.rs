@@ -5,12 +5,12 @@ use std::path::Path;
 use anyhow::Result;
 use rusqlite::{params, OptionalExtension};
 
+use crate::common::now_ms;
 use crate::crash;
 use crate::fail;
 use crate::labs::http_dispatch::model::{check_body, check_key, shown_key};
 use crate::labs::http_dispatch::points;
 use crate::labs::http_dispatch::schema::INTENTS;
-use crate::labs::outbox_inbox::model::now_ms;
 use crate::out;
 use crate::store::{self, Access};
 

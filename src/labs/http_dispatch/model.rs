@@ -2,8 +2,8 @@
 
 use anyhow::Result;
 
+use crate::common::sha256_hex;
 use crate::fail;
-use crate::labs::outbox_inbox::model::sha256_hex;
 
 /// Longest key: `[A-Za-z0-9_-]{1,64}`.
 pub const KEY_LEN_MAX: usize = 64;

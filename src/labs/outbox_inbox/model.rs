@@ -2,7 +2,6 @@
 
 use anyhow::Result;
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 
 use crate::fail;
 
@@ -90,27 +89,7 @@ impl Payload {
     }
 }
 
-pub fn sha256_hex(bytes: &[u8]) -> String {
-    hex(&Sha256::digest(bytes))
-}
-
-pub fn hex(bytes: &[u8]) -> String {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut text = String::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        text.push(DIGITS[(b >> 4) as usize] as char);
-        text.push(DIGITS[(b & 15) as usize] as char);
-    }
-    text
-}
-
-/// Milliseconds since the Unix epoch, for leases and retention.
-pub fn now_ms() -> i64 {
-    let since = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap_or_default();
-    i64::try_from(since.as_millis()).unwrap_or(i64::MAX)
-}
+pub use crate::common::{hex, now_ms, sha256_hex};
 
 /// Busy handler for the roles that share a file under load (publisher, consumers): the same
 /// bound as the pinned busy timeout (store::BUSY_TIMEOUT_MS), but short sleeps first.

@@ -93,6 +93,6 @@ pub fn text(value: &Value) -> String {
         Value::Integer(i) => i.to_string(),
         Value::Real(f) => f.to_string(),
         Value::Text(t) => t.clone(),
-        Value::Blob(b) => crate::labs::outbox_inbox::model::hex(b),
+        Value::Blob(b) => crate::common::hex(b),
     }
 }

@@ -11,11 +11,11 @@ use serde_json::json;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use super::{Answer, Mode};
+use crate::common::now_ms;
 use crate::crash;
 use crate::fail;
 use crate::labs::http_dispatch::model::{body_sha256, key_problem, shown_key};
 use crate::labs::http_dispatch::points;
-use crate::labs::outbox_inbox::model::now_ms;
 use crate::out;
 use crate::store::{self, Db};
 
