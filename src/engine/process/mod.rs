@@ -2,21 +2,22 @@
 //! time, peak memory, and a SIGKILL when it runs past its timeout or the run is interrupted
 //! (SIGINT, SIGTERM: every wait here wakes on `interrupt`'s self-pipe).
 
+mod ready;
 mod record;
+mod spawn;
 mod wait;
 
+pub use ready::{await_event, await_ready};
 pub use record::Step;
+pub use spawn::{events_file, spawn, spawn_env, spawn_run, spawn_with, Started};
 
-use std::fs::File;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::path::Path;
+use std::process::Command;
 use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::{Context, Result};
 
-use crate::events::{self, Event};
-use crate::interrupt;
 pub use rustix::process::Signal;
 pub use wait::{decode_status, wait_bounded, waitid_nowait};
 
@@ -124,142 +125,6 @@ fn kill_and_reap(pid: libc::pid_t) {
     }
 }
 
-/// A child started in the background: its pid (still ours to reap) and when it started.
-#[derive(Debug)]
-pub struct Started {
-    pub pid: libc::pid_t,
-    pub started: Instant,
-}
-
-/// The events file of a process whose stdout goes to `stdout`: `<step>.events.jsonl` beside
-/// `<step>.stdout.txt` (or beside any other stdout file, its name plus `.events.jsonl`).
-pub fn events_file(stdout: &Path) -> PathBuf {
-    let name = stdout
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let stem = name
-        .strip_suffix(".stdout.txt")
-        .or_else(|| name.strip_suffix(".stdout"))
-        .unwrap_or(&name);
-    stdout.with_file_name(format!("{stem}.events.jsonl"))
-}
-
-/// Spawn the role `exe args…` in `cwd` without waiting, stdout and stderr into the given
-/// files and its events (`CRASHLAB_EVENTS`) into `events_file(stdout)`, created empty here
-/// so that every process has its events file, even one that dies before it opens it. The
-/// child gets SIGKILL should the driver die first (PR_SET_PDEATHSIG), so none outlives a run.
-pub fn spawn(
-    exe: &Path,
-    args: &[String],
-    cwd: &Path,
-    stdout: &Path,
-    stderr: &Path,
-) -> Result<Started> {
-    spawn_full(
-        exe,
-        args,
-        &[],
-        cwd,
-        stdout,
-        stderr,
-        Some(&events_file(stdout)),
-    )
-}
-
-/// `spawn` with variables added to the child's environment.
-pub fn spawn_env(
-    exe: &Path,
-    args: &[String],
-    env: &[(&str, &Path)],
-    cwd: &Path,
-    stdout: &Path,
-    stderr: &Path,
-) -> Result<Started> {
-    spawn_full(
-        exe,
-        args,
-        env,
-        cwd,
-        stdout,
-        stderr,
-        Some(&events_file(stdout)),
-    )
-}
-
-/// Spawn a crashlab run that is no role (`audit --rerun` runs a driver): no events file; it
-/// gives each of its own roles theirs.
-pub fn spawn_run(
-    exe: &Path,
-    args: &[String],
-    cwd: &Path,
-    stdout: &Path,
-    stderr: &Path,
-) -> Result<Started> {
-    spawn_full(exe, args, &[], cwd, stdout, stderr, None)
-}
-
-/// As `spawn`, with the events file named (`None`: no events file, and never the file of
-/// the process that spawns it).
-pub fn spawn_with(
-    exe: &Path,
-    args: &[String],
-    cwd: &Path,
-    stdout: &Path,
-    stderr: &Path,
-    events: Option<&Path>,
-) -> Result<Started> {
-    spawn_full(exe, args, &[], cwd, stdout, stderr, events)
-}
-
-fn spawn_full(
-    exe: &Path,
-    args: &[String],
-    env: &[(&str, &Path)],
-    cwd: &Path,
-    stdout: &Path,
-    stderr: &Path,
-    events: Option<&Path>,
-) -> Result<Started> {
-    // No new child once the run is interrupted.
-    interrupt::check()?;
-    let out = File::create(stdout).with_context(|| format!("creating {}", stdout.display()))?;
-    let err = File::create(stderr).with_context(|| format!("creating {}", stderr.display()))?;
-    let mut command = Command::new(exe);
-    match events {
-        Some(events) => {
-            File::create(events).with_context(|| format!("creating {}", events.display()))?;
-            // The child runs in another directory: it gets the path whole.
-            let events = std::path::absolute(events)
-                .with_context(|| format!("locating {}", events.display()))?;
-            command.env(events::EVENTS_ENV, events);
-        }
-        // Never the file of the process that spawns it.
-        None => {
-            command.env_remove(events::EVENTS_ENV);
-        }
-    }
-    let started = Instant::now();
-    command
-        .args(args)
-        .current_dir(cwd)
-        .stdin(Stdio::null())
-        .stdout(Stdio::from(out))
-        .stderr(Stdio::from(err));
-    for (name, value) in env {
-        command.env(name, value);
-    }
-    die_with_parent(&mut command);
-    let child = command
-        .spawn()
-        .with_context(|| format!("starting {}", args.first().map_or("", |a| a.as_str())))?;
-    let pid = child.id() as libc::pid_t;
-    remember(pid);
-    // Reaped later with wait4; dropping the handle neither waits nor kills.
-    drop(child);
-    Ok(Started { pid, started })
-}
-
 /// SIGKILL a child that is not reaped yet, so its pid is still ours (a later `poll_exit` or
 /// `wait_bounded` reaps it): the kill a nemesis or a timeout makes from outside.
 pub fn kill(started: &Started) {
@@ -289,69 +154,6 @@ pub fn poll_exit(started: &Started) -> Result<Option<Ended>> {
         max_rss_kb: usage.ru_maxrss,
         timed_out: false,
     }))
-}
-
-/// Wait (bounded) until the child's events file holds an event `ready` accepts, or the child
-/// ends. Returns the end when it ended first (None: it did neither within `timeout`).
-pub fn await_event(
-    started: &Started,
-    events: &Path,
-    ready: impl Fn(&Event) -> bool,
-    timeout: Duration,
-) -> Result<Result<(), Option<Ended>>> {
-    const POLL_MS: u64 = 10;
-    let rounds = timeout.as_millis() as u64 / POLL_MS + 1;
-    for _ in 0..rounds {
-        // Interrupted: the caller's reaper kills the child on the way out.
-        interrupt::check()?;
-        if events_so_far(events).iter().any(&ready) {
-            return Ok(Ok(()));
-        }
-        if let Some(ended) = poll_exit(started)? {
-            return Ok(Err(Some(ended)));
-        }
-        std::thread::sleep(Duration::from_millis(POLL_MS));
-    }
-    Ok(Err(None))
-}
-
-/// The complete events of a live process's file: a line still being written (no newline
-/// yet) is left for the next look; one that is not an event counts as none (the audit says
-/// so once the process has ended).
-fn events_so_far(path: &Path) -> Vec<Event> {
-    let text = std::fs::read_to_string(path).unwrap_or_default();
-    let complete = text.rfind('\n').map_or("", |at| &text[..=at]);
-    complete
-        .lines()
-        .filter_map(|line| events::parse(&format!("{line}\n")).ok())
-        .flatten()
-        .collect()
-}
-
-/// Wait (bounded) until the child's stdout file holds a line starting with `ready`, or the
-/// child ends. Returns the end when it ended first; Ok(None) when it is ready. (For callers
-/// that still wait on a line; the driver waits on events, `await_event`.)
-pub fn await_ready(
-    started: &Started,
-    stdout: &Path,
-    ready: &str,
-    timeout: Duration,
-) -> Result<Result<(), Option<Ended>>> {
-    const POLL_MS: u64 = 10;
-    let rounds = timeout.as_millis() as u64 / POLL_MS + 1;
-    for _ in 0..rounds {
-        // Interrupted: the caller's reaper kills the child on the way out.
-        interrupt::check()?;
-        let text = std::fs::read_to_string(stdout).unwrap_or_default();
-        if text.lines().any(|l| l.starts_with(ready)) {
-            return Ok(Ok(()));
-        }
-        if let Some(ended) = poll_exit(started)? {
-            return Ok(Err(Some(ended)));
-        }
-        std::thread::sleep(Duration::from_millis(POLL_MS));
-    }
-    Ok(Err(None))
 }
 
 /// Send `signal` to a child that is still ours (not reaped); one that has exited meanwhile
@@ -391,7 +193,9 @@ impl Drop for Reaper {
 
 #[cfg(test)]
 mod tests {
+    use super::ready::events_so_far;
     use super::*;
+    use crate::events::Event;
 
     #[test]
     fn the_events_file_sits_beside_the_stdout() {

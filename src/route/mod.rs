@@ -1,0 +1,209 @@
+//! One function per subcommand: turn parsed arguments into calls of the modules that work.
+//! The engine's commands are here; each lab's role subcommands are in its own file.
+
+mod http_dispatch;
+mod outbox_inbox;
+
+use anyhow::Result;
+
+use crate::cli::{Command, CrashArgs};
+use crate::crash;
+use crate::engine;
+use crate::fail;
+
+/// Arm the crash point of a phase; an unknown or foreign point is a usage error.
+fn arm(args: &CrashArgs, phase: &str, points: &'static [crash::PointDef]) -> Result<()> {
+    if let Some(spec) = &args.crash_at {
+        let at = crash::parse(spec, points, Some(phase))?;
+        crash::arm(at, args.crash_mode);
+    }
+    Ok(())
+}
+
+pub fn run(command: Command) -> Result<i32> {
+    match command {
+        role @ (Command::Sender { .. }
+        | Command::Publisher { .. }
+        | Command::Consumer { .. }
+        | Command::Enqueue { .. }
+        | Command::Verify { .. }) => outbox_inbox::run(role),
+        role @ (Command::Intent { .. }
+        | Command::Receiver { .. }
+        | Command::Dispatcher { .. }
+        | Command::DispatchVerify { .. }
+        | Command::DispatchPost { .. }) => http_dispatch::run(role),
+        Command::Points { lab: name, json } => {
+            let labs: Vec<&engine::Lab> = match name {
+                Some(name) => vec![crate::engine::registry::find(&name)?],
+                None => crate::engine::registry::labs().to_vec(),
+            };
+            if json {
+                let value: Vec<serde_json::Value> = labs
+                    .iter()
+                    .map(|l| serde_json::json!({"lab": l.full_name(), "points": l.points}))
+                    .collect();
+                crate::say!("{}", serde_json::to_string_pretty(&value)?);
+            } else {
+                for l in labs {
+                    crate::say!("lab {} ({}):", l.id, l.slug);
+                    for p in l.points {
+                        crate::say!("  {:<34} {}", p.name, p.window);
+                    }
+                }
+            }
+            Ok(fail::EXIT_OK)
+        }
+        Command::Driver {
+            lab: name,
+            out: out_dir,
+            keep_db,
+            moves,
+            crash_mode,
+            step_timeout_ms,
+            json,
+        } => {
+            let lab = crate::engine::registry::find(&name)?;
+            let out_dir = out_dir.unwrap_or_else(|| engine::driver::default_out(lab));
+            let command = recorded_args();
+            engine::driver::run(
+                lab,
+                &engine::driver::Options {
+                    out: out_dir,
+                    keep_db,
+                    moves,
+                    crash_mode,
+                    step_timeout_ms,
+                    command,
+                    json,
+                },
+            )
+        }
+        command @ Command::Chaos { .. } => {
+            let (name, options) = command.into_chaos().expect("a chaos command");
+            let (lab, profile) = crate::engine::load::profile(&name)?;
+            crate::engine::load::chaos::run(lab, profile, &options, recorded_args())
+        }
+        Command::Bench {
+            lab: name,
+            messages,
+            batch,
+            consumers,
+            runs,
+            json,
+        } => {
+            let (lab, profile) = crate::engine::load::profile(&name)?;
+            crate::engine::load::bench::run(
+                lab,
+                profile,
+                &crate::engine::load::bench::Options {
+                    messages,
+                    batch,
+                    consumers,
+                    runs,
+                    json,
+                },
+            )
+        }
+        Command::Explore(args) => engine::explore::command(&args, recorded_args()),
+        Command::Digest { files, json } => {
+            let mut documents = Vec::with_capacity(files.len());
+            for file in files {
+                if !file.is_file() {
+                    return Err(fail::usage(format!(
+                        "{} does not exist or is not a file",
+                        file.display()
+                    )));
+                }
+                let (bytes, sha) = engine::files::sha256_file(&file)?;
+                let logical = engine::files::logical_sha256_of_copy(&file).map_err(|e| {
+                    fail::usage(format!(
+                        "{} is not a readable SQLite database: {}",
+                        file.display(),
+                        fail::one_line(&e)
+                    ))
+                })?;
+                // Every file is checked before anything is printed: a bad one names itself
+                // and leaves stdout empty, in either form.
+                documents.push(serde_json::json!({
+                    "file": file.display().to_string(),
+                    "bytes": bytes,
+                    "sha256": sha,
+                    "logical_sha256": logical,
+                }));
+            }
+            if json {
+                crate::say!("{}", serde_json::to_string_pretty(&documents)?);
+            } else {
+                for d in &documents {
+                    crate::say!(
+                        "{} bytes={} sha256={} logical_sha256={}",
+                        d["file"].as_str().unwrap_or_default(),
+                        d["bytes"],
+                        d["sha256"].as_str().unwrap_or_default(),
+                        d["logical_sha256"].as_str().unwrap_or_default()
+                    );
+                }
+            }
+            Ok(fail::EXIT_OK)
+        }
+        Command::Audit {
+            dir,
+            json,
+            strict_sources,
+            rerun: true,
+        } => engine::rerun::run(&dir, json, strict_sources),
+        Command::Audit {
+            dir,
+            json,
+            strict_sources,
+            rerun: false,
+        } => engine::audit::run(&dir, json, strict_sources),
+    }
+}
+
+/// This process's arguments for the evidence: an absolute path (an `--out` outside the
+/// checkout, say) is recorded by its last component only, so no machine path is written.
+pub fn recorded_args() -> Vec<String> {
+    std::env::args()
+        .skip(1)
+        .map(|arg| engine::evidence::recorded_path(std::path::Path::new(&arg)))
+        .collect()
+}
+
+/// The stage `--expect NAME` names among a lab's stages; an unknown name lists the known ones.
+pub(super) fn expected_stage(
+    name: Option<&str>,
+    stages: &[engine::scenario::Stage],
+) -> Result<Option<engine::scenario::Stage>> {
+    let Some(name) = name else {
+        return Ok(None);
+    };
+    match stages.iter().find(|s| s.name == name) {
+        Some(stage) => Ok(Some(*stage)),
+        None => {
+            let known: Vec<&str> = stages.iter().map(|s| s.name).collect();
+            Err(fail::usage(format!(
+                "unknown stage '{name}'; known: {}",
+                known.join(", ")
+            )))
+        }
+    }
+}
+
+/// `--expect`: exit 1 with the field-by-field diff when the readback is not the stage.
+pub(super) fn check_stage(
+    stage: Option<engine::scenario::Stage>,
+    readback: &serde_json::Value,
+) -> Result<i32> {
+    if let Some(stage) = stage {
+        let problems = stage.diff(readback);
+        if !problems.is_empty() {
+            return Err(fail::failed(format!(
+                "readback does not match stage {}: {}",
+                stage.name,
+                problems.join("; ")
+            )));
+        }
+    }
+    Ok(fail::EXIT_OK)
+}

@@ -1,0 +1,146 @@
+//! Lab 14's role subcommands: sender, publisher, consumer, enqueue, verify.
+
+use anyhow::Result;
+
+use super::{arm, check_stage, expected_stage};
+use crate::cli::Command;
+use crate::fail;
+use crate::labs::outbox_inbox::{consumer, enqueue, publisher, readback, sender, variant};
+use crate::out;
+
+pub fn run(command: Command) -> Result<i32> {
+    let points = crate::labs::outbox_inbox::points::POINTS;
+    match command {
+        Command::Sender {
+            db,
+            contract,
+            amount,
+            message,
+            generate,
+            seed,
+            batch,
+            crash,
+        } => {
+            arm(&crash, "sender", points)?;
+            let contracts = match (contract, amount, message, generate) {
+                (Some(contract), Some(amount), Some(message), None) => {
+                    vec![sender::Contract {
+                        contract,
+                        message,
+                        amount,
+                    }]
+                }
+                (None, None, None, Some(n)) => {
+                    if n == 0 || n > sender::CONTRACTS_MAX {
+                        return Err(fail::usage(format!(
+                            "--generate {n} is out of range (1 to {})",
+                            sender::CONTRACTS_MAX
+                        )));
+                    }
+                    sender::generated(&db, n, seed)?
+                }
+                _ => {
+                    return Err(fail::usage(
+                        "give --contract, --amount and --message, or --generate N",
+                    ))
+                }
+            };
+            let written = sender::run(&db, &contracts, batch as usize)?;
+            out::line(&format!(
+                "SENT {}",
+                out::plural(written, "contract", "contracts")
+            ));
+            Ok(fail::EXIT_OK)
+        }
+        Command::Publisher {
+            sender,
+            queue,
+            batch,
+            variant,
+            crash,
+        } => {
+            variant::check_phase(variant, "publisher")?;
+            arm(&crash, "publisher", points)?;
+            let published = publisher::run(&publisher::Options {
+                sender: &sender,
+                queue: &queue,
+                batch: batch as usize,
+                variant,
+            })?;
+            out::line(&format!(
+                "PUBLISHED {}",
+                out::plural(published, "message", "messages")
+            ));
+            Ok(fail::EXIT_OK)
+        }
+        Command::Consumer {
+            queue,
+            receiver,
+            consumer_id,
+            lease_ms,
+            batch,
+            variant,
+            inbox_retention_ms,
+            crash,
+        } => {
+            variant::check_phase(variant, "consumer")?;
+            crate::labs::outbox_inbox::model::check_id("consumer", &consumer_id)?;
+            arm(&crash, "consumer", points)?;
+            consumer::run(&consumer::Options {
+                queue: &queue,
+                receiver: &receiver,
+                consumer_id: &consumer_id,
+                lease_ms,
+                batch: batch as usize,
+                variant,
+                inbox_retention_ms,
+            })?;
+            Ok(fail::EXIT_OK)
+        }
+        Command::Enqueue {
+            queue,
+            message,
+            contract,
+            amount,
+            crash,
+        } => {
+            arm(&crash, "enqueue", points)?;
+            let id = enqueue::run(&queue, &message, &contract, amount)?;
+            out::line(&format!("ENQUEUED delivery {id}"));
+            Ok(fail::EXIT_OK)
+        }
+        Command::Verify {
+            sender,
+            queue,
+            receiver,
+            json,
+            expect,
+        } => {
+            let stage = expected_stage(
+                expect.as_deref(),
+                crate::labs::outbox_inbox::lab::LAB.stages,
+            )?;
+            let state = readback::read(
+                &readback::Paths {
+                    sender: &sender,
+                    queue: &queue,
+                    receiver: &receiver,
+                },
+                crate::store::trace_on(),
+            )?;
+            let value = serde_json::to_value(&state)?;
+            if json {
+                out::line(&serde_json::to_string(&value)?);
+            } else {
+                out::line(&format!(
+                    "sender: contracts {} outbox_pending {} outbox_sent {} | queue: deliveries {} messages {} pending {} acked {} rejected {} | receiver: inbox {} ledger {}",
+                    state.sender.contracts, state.sender.outbox_pending, state.sender.outbox_sent,
+                    state.queue.deliveries, state.queue.messages, state.queue.pending, state.queue.acked,
+                    state.queue.rejected, state.receiver.inbox, state.receiver.ledger
+                ));
+            }
+            check_stage(stage, &value)
+        }
+        _ => unreachable!("routed here only for this lab's roles"),
+    }
+}
