@@ -3,6 +3,7 @@
 
 pub mod consumer;
 pub mod consumer_queue;
+pub mod consumer_receiver;
 pub mod enqueue;
 pub mod explore;
 pub mod history;
