@@ -133,6 +133,33 @@ fn driver_json_of_a_lab_with_scenarios_lists_each_once() {
             "{step}"
         );
     }
+    // Each scenario in Jepsen's words, as results.json has it: the unkeyed resend shows the
+    // duplicate it expects, and its bad anomalies are exactly those.
+    let results: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.path().join("run/results.json")).unwrap(),
+    )
+    .unwrap();
+    for s in scenarios {
+        let name = s["name"].as_str().unwrap();
+        let recorded = results["scenarios"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["scenario"] == name)
+            .unwrap_or_else(|| panic!("{name} has findings in results.json"));
+        assert_eq!(s["bad_anomalies"], recorded["bad_anomalies"], "{name}");
+        assert_eq!(s["anomalies"], recorded["anomalies"], "{name}");
+    }
+    let unkeyed = scenarios
+        .iter()
+        .find(|s| s["name"] == "unkeyed-dispatcher-crash")
+        .unwrap();
+    assert_eq!(
+        unkeyed["expected_anomalies"],
+        serde_json::json!(["duplicate"])
+    );
+    assert_eq!(unkeyed["bad_anomalies"][0]["anomaly"], "duplicate");
+    assert_eq!(unkeyed["ok"], true);
 }
 
 #[test]

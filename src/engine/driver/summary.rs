@@ -35,18 +35,28 @@ pub(super) fn document(lab: &Lab, run: &Run, scenarios: &[Scenario], options: &O
     let scenarios: Vec<Value> = scenarios
         .iter()
         .map(|scenario| {
+            let findings = run
+                .results
+                .scenarios
+                .iter()
+                .find(|f| f.scenario == scenario.name);
             let ok = run
                 .results
                 .steps
                 .iter()
                 .filter(|r| r.scenario == scenario.name)
-                .all(|r| r.ok);
+                .all(|r| r.ok)
+                && findings.is_none_or(|f| f.ok);
             let (state, readback) = scenario_state(run, scenario);
             json!({
                 "name": scenario.name,
                 "ok": ok,
                 "final_state": state,
                 "readback": readback,
+                "anomalies": findings.map(|f| &f.anomalies),
+                "bad_anomalies": findings.map(|f| &f.bad_anomalies),
+                "expected_anomalies": findings.map(|f| &f.expected_anomalies),
+                "findings": findings.map(|f| &f.summary),
             })
         })
         .collect();
@@ -54,8 +64,8 @@ pub(super) fn document(lab: &Lab, run: &Run, scenarios: &[Scenario], options: &O
     // Postcondition: the verdict is the results' verdict, and it agrees with the steps.
     assert_eq!(
         run.results.ok,
-        failed == 0,
-        "the verdict agrees with the steps"
+        failed == 0 && run.results.scenarios.iter().all(|f| f.ok),
+        "the verdict agrees with the steps and the scenarios' findings"
     );
     assert_eq!(steps.len(), run.results.steps.len(), "one entry per step");
     json!({
