@@ -1,6 +1,7 @@
 //! The harness: labs as data, the driver that runs them as processes, the evidence it
 //! writes, and the audit that re-checks evidence offline.
 
+pub mod argv;
 pub mod audit;
 pub mod check;
 pub mod driver;

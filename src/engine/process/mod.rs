@@ -7,9 +7,9 @@ mod record;
 mod spawn;
 mod wait;
 
-pub use ready::{await_event, await_ready};
+pub use ready::await_event;
 pub use record::Step;
-pub use spawn::{events_file, spawn, spawn_env, spawn_run, spawn_with, Started};
+pub use spawn::{events_file, spawn, spawn_run, spawn_with, Started};
 
 use std::path::Path;
 use std::process::Command;
@@ -72,20 +72,6 @@ pub fn run(
     timeout: Duration,
 ) -> Result<Ended> {
     let started = spawn(exe, args, cwd, stdout, stderr)?;
-    wait_bounded(started.pid, started.started, timeout)
-}
-
-/// `run` with variables added to the child's environment (`CRASHLAB_EVENTS`).
-pub fn run_env(
-    exe: &Path,
-    args: &[String],
-    env: &[(&str, &Path)],
-    cwd: &Path,
-    stdout: &Path,
-    stderr: &Path,
-    timeout: Duration,
-) -> Result<Ended> {
-    let started = spawn_env(exe, args, env, cwd, stdout, stderr)?;
     wait_bounded(started.pid, started.started, timeout)
 }
 

@@ -1,4 +1,4 @@
-//! Waiting, bounded, for a background child to say it is ready (an event, or a line).
+//! Waiting, bounded, for a background child to say it is ready: an event, never a line.
 
 use std::path::Path;
 use std::time::Duration;
@@ -44,30 +44,4 @@ pub(super) fn events_so_far(path: &Path) -> Vec<Event> {
         .filter_map(|line| events::parse(&format!("{line}\n")).ok())
         .flatten()
         .collect()
-}
-
-/// Wait (bounded) until the child's stdout file holds a line starting with `ready`, or the
-/// child ends. Returns the end when it ended first; Ok(None) when it is ready. (For callers
-/// that still wait on a line; the driver waits on events, `await_event`.)
-pub fn await_ready(
-    started: &Started,
-    stdout: &Path,
-    ready: &str,
-    timeout: Duration,
-) -> Result<Result<(), Option<Ended>>> {
-    const POLL_MS: u64 = 10;
-    let rounds = timeout.as_millis() as u64 / POLL_MS + 1;
-    for _ in 0..rounds {
-        // Interrupted: the caller's reaper kills the child on the way out.
-        interrupt::check()?;
-        let text = std::fs::read_to_string(stdout).unwrap_or_default();
-        if text.lines().any(|l| l.starts_with(ready)) {
-            return Ok(Ok(()));
-        }
-        if let Some(ended) = poll_exit(started)? {
-            return Ok(Err(Some(ended)));
-        }
-        std::thread::sleep(Duration::from_millis(POLL_MS));
-    }
-    Ok(Err(None))
 }

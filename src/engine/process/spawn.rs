@@ -44,35 +44,7 @@ pub fn spawn(
     stdout: &Path,
     stderr: &Path,
 ) -> Result<Started> {
-    spawn_full(
-        exe,
-        args,
-        &[],
-        cwd,
-        stdout,
-        stderr,
-        Some(&events_file(stdout)),
-    )
-}
-
-/// `spawn` with variables added to the child's environment.
-pub fn spawn_env(
-    exe: &Path,
-    args: &[String],
-    env: &[(&str, &Path)],
-    cwd: &Path,
-    stdout: &Path,
-    stderr: &Path,
-) -> Result<Started> {
-    spawn_full(
-        exe,
-        args,
-        env,
-        cwd,
-        stdout,
-        stderr,
-        Some(&events_file(stdout)),
-    )
+    spawn_with(exe, args, cwd, stdout, stderr, Some(&events_file(stdout)))
 }
 
 /// Spawn a crashlab run that is no role (`audit --rerun` runs a driver): no events file; it
@@ -84,7 +56,7 @@ pub fn spawn_run(
     stdout: &Path,
     stderr: &Path,
 ) -> Result<Started> {
-    spawn_full(exe, args, &[], cwd, stdout, stderr, None)
+    spawn_with(exe, args, cwd, stdout, stderr, None)
 }
 
 /// As `spawn`, with the events file named (`None`: no events file, and never the file of
@@ -92,18 +64,6 @@ pub fn spawn_run(
 pub fn spawn_with(
     exe: &Path,
     args: &[String],
-    cwd: &Path,
-    stdout: &Path,
-    stderr: &Path,
-    events: Option<&Path>,
-) -> Result<Started> {
-    spawn_full(exe, args, &[], cwd, stdout, stderr, events)
-}
-
-fn spawn_full(
-    exe: &Path,
-    args: &[String],
-    env: &[(&str, &Path)],
     cwd: &Path,
     stdout: &Path,
     stderr: &Path,
@@ -134,9 +94,6 @@ fn spawn_full(
         .stdin(Stdio::null())
         .stdout(Stdio::from(out))
         .stderr(Stdio::from(err));
-    for (name, value) in env {
-        command.env(name, value);
-    }
     die_with_parent(&mut command);
     let child = command
         .spawn()

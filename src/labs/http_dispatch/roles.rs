@@ -12,8 +12,10 @@ pub const DISPATCHER: &str = "dispatcher";
 pub const POST: &str = "dispatch-post";
 pub const VERIFY: &str = "dispatch-verify";
 
-/// Every role's subcommand, as the `'static` name a step records.
+/// Every role's subcommand.
 pub const ALL: &[&str] = &[INTENT, RECEIVER, DISPATCHER, POST, VERIFY];
+
+pub use crate::engine::argv::Argv;
 
 /// The files of a run, relative to its work directory.
 #[derive(Debug, Clone, Copy)]
@@ -34,54 +36,6 @@ pub const FILES: Files<'static> = Files {
     receiver: "receiver.db",
     port_file: "receiver.port",
 };
-
-/// An argv under construction: the subcommand first.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Argv(Vec<String>);
-
-impl Argv {
-    fn new(role: &str) -> Argv {
-        Argv(vec![role.to_string()])
-    }
-
-    fn flag(mut self, name: &str, value: impl ToString) -> Argv {
-        debug_assert!(name.starts_with("--"));
-        self.0.push(name.to_string());
-        self.0.push(value.to_string());
-        self
-    }
-
-    fn maybe(self, name: &str, value: Option<impl ToString>) -> Argv {
-        match value {
-            Some(v) => self.flag(name, v),
-            None => self,
-        }
-    }
-
-    fn switch(mut self, name: &str, on: bool) -> Argv {
-        if on {
-            self.0.push(name.to_string());
-        }
-        self
-    }
-
-    /// The subcommand, as the `'static` name a step records.
-    pub fn role(&self) -> &'static str {
-        ALL.iter()
-            .copied()
-            .find(|r| *r == self.0[0])
-            .expect("every argv is built for one of lab 13's roles")
-    }
-
-    /// The flags after the subcommand.
-    pub fn args(&self) -> &[String] {
-        &self.0[1..]
-    }
-
-    pub fn into_vec(self) -> Vec<String> {
-        self.0
-    }
-}
 
 /// `intent --intents … --key K --body B`
 pub fn intent(files: &Files, key: &str, body: &str) -> Argv {

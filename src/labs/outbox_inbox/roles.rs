@@ -42,58 +42,20 @@ pub enum Send<'a> {
     Generate { n: usize, seed: u64 },
 }
 
-/// An argv under construction: the subcommand first.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Argv(Vec<String>);
+pub use crate::engine::argv::Argv;
 
-impl Argv {
-    fn new(role: &str) -> Argv {
-        Argv(vec![role.to_string()])
-    }
+/// `--batch N` where N is not the default of 1.
+fn with_batch(argv: Argv, batch: u32) -> Argv {
+    assert!(batch >= 1, "a batch holds at least one row");
+    argv.maybe("--batch", (batch > 1).then_some(batch))
+}
 
-    fn flag(mut self, name: &str, value: impl ToString) -> Argv {
-        debug_assert!(name.starts_with("--"));
-        self.0.push(name.to_string());
-        self.0.push(value.to_string());
-        self
-    }
-
-    fn switch(mut self, name: &str, on: bool) -> Argv {
-        if on {
-            self.0.push(name.to_string());
-        }
-        self
-    }
-
-    /// `--batch N` where N is not the default of 1.
-    fn batch(self, batch: u32) -> Argv {
-        assert!(batch >= 1, "a batch holds at least one row");
-        match batch {
-            1 => self,
-            n => self.flag("--batch", n),
-        }
-    }
-
-    fn variant(self, variant: Variant) -> Argv {
-        match variant {
-            Variant::Correct => self,
-            v => self.flag("--variant", v.name()),
-        }
-    }
-
-    /// The subcommand.
-    pub fn role(&self) -> &str {
-        &self.0[0]
-    }
-
-    /// The flags after the subcommand.
-    pub fn args(&self) -> &[String] {
-        &self.0[1..]
-    }
-
-    pub fn into_vec(self) -> Vec<String> {
-        self.0
-    }
+/// `--variant V` for a design other than the correct one.
+fn with_variant(argv: Argv, variant: Variant) -> Argv {
+    argv.maybe(
+        "--variant",
+        (variant != Variant::Correct).then_some(variant.name()),
+    )
 }
 
 /// `sender --db … (--contract … --amount … --message … | --generate N --seed S) [--batch B]`
@@ -110,16 +72,15 @@ pub fn sender(files: &Files, send: Send, batch: u32) -> Argv {
             .flag("--message", message),
         Send::Generate { n, seed } => argv.flag("--generate", n).flag("--seed", seed),
     };
-    argv.batch(batch)
+    with_batch(argv, batch)
 }
 
 /// `publisher --sender … --queue … [--batch B] [--variant V]`
 pub fn publisher(files: &Files, batch: u32, variant: Variant) -> Argv {
-    Argv::new(PUBLISHER)
+    let argv = Argv::new(PUBLISHER)
         .flag("--sender", files.sender)
-        .flag("--queue", files.queue)
-        .batch(batch)
-        .variant(variant)
+        .flag("--queue", files.queue);
+    with_variant(with_batch(argv, batch), variant)
 }
 
 /// How a consumer runs beyond its files.
@@ -145,19 +106,13 @@ pub const CONSUME: Consume<'static> = Consume {
 
 /// `consumer --queue … --receiver … [--consumer-id …] [--lease-ms …] [--batch B] …`
 pub fn consumer(files: &Files, how: &Consume) -> Argv {
-    let mut argv = Argv::new(CONSUMER)
+    let argv = Argv::new(CONSUMER)
         .flag("--queue", files.queue)
-        .flag("--receiver", files.receiver);
-    if let Some(id) = how.consumer_id {
-        argv = argv.flag("--consumer-id", id);
-    }
-    if let Some(lease_ms) = how.lease_ms {
-        argv = argv.flag("--lease-ms", lease_ms);
-    }
-    if let Some(retention_ms) = how.inbox_retention_ms {
-        argv = argv.flag("--inbox-retention-ms", retention_ms);
-    }
-    argv.batch(how.batch).variant(how.variant)
+        .flag("--receiver", files.receiver)
+        .maybe("--consumer-id", how.consumer_id)
+        .maybe("--lease-ms", how.lease_ms)
+        .maybe("--inbox-retention-ms", how.inbox_retention_ms);
+    with_variant(with_batch(argv, how.batch), how.variant)
 }
 
 /// `enqueue --queue … --message … --contract … --amount …`: a raw delivery from a faulty

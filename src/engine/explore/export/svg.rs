@@ -70,21 +70,18 @@ pub fn render(report: &Report) -> String {
     // Every width comes from the text it must hold: the point names at the left, the title,
     // the legend and the key at the top; nothing is clipped at any lab.
     let left = MARGIN + report.points.iter().map(|p| px(p, FONT)).max().unwrap_or(0) + 10;
-    let title = format!(
-        "crashlab explore {}: crash mode {}, {} cases, {} processes, {:.0} ms",
-        report.lab,
-        report.crash_mode,
-        report.cases.len(),
-        report.processes,
-        report.wall_ms
-    );
-    let widest_title = format!(
-        "crashlab explore {}: crash mode {}, {} cases, {} processes, 99999999 ms",
-        report.lab,
-        report.crash_mode,
-        report.cases.len(),
-        report.processes,
-    );
+    let title_at = |ms: &str| {
+        format!(
+            "crashlab explore {}: crash mode {}, {} cases, {} processes, {ms} ms",
+            report.lab,
+            report.crash_mode,
+            report.cases.len(),
+            report.processes,
+        )
+    };
+    let title = title_at(&format!("{:.0}", report.wall_ms));
+    // The width as if the time had 8 digits: a rerun's different time keeps the picture's size.
+    let widest_title = title_at("99999999");
     let key: Vec<String> = Invariant::ALL
         .iter()
         .map(|i| format!("{} {}", i.letter(), i.title()))

@@ -13,7 +13,7 @@ mod record;
 
 use crate::engine::evidence::Process;
 use crate::engine::process::{self, Ended, Started};
-use crate::events::{self, Event, EVENTS_ENV};
+use crate::events::{self, Event};
 use crate::fail;
 pub use record::{Crash, Env, StepRecord};
 
@@ -166,10 +166,9 @@ impl<'a> Steps<'a> {
         let ended = if armed && self.env.nemesis.needs_kill() {
             self.run_until_crash(&name, &argv)?
         } else {
-            process::run_env(
+            process::run(
                 self.env.exe,
                 &argv,
-                &[(EVENTS_ENV, &self.events_path(&name))],
                 self.work,
                 &self.case_dir.join(format!("{name}.stdout.txt")),
                 &self.case_dir.join(format!("{name}.stderr.txt")),
@@ -183,10 +182,9 @@ impl<'a> Steps<'a> {
     /// An armed step whose nemesis leaves the killing to the engine (a hang): killed as soon
     /// as it reports its crash, instead of at the step timeout.
     fn run_until_crash(&mut self, name: &str, argv: &[String]) -> Result<Ended> {
-        let started = process::spawn_env(
+        let started = process::spawn(
             self.env.exe,
             argv,
-            &[(EVENTS_ENV, &self.events_path(name))],
             self.work,
             &self.case_dir.join(format!("{name}.stdout.txt")),
             &self.case_dir.join(format!("{name}.stderr.txt")),
@@ -220,10 +218,9 @@ impl<'a> Steps<'a> {
         let role = argv.first().cloned().unwrap_or_default();
         let name = self.name(&role, what);
         let (argv, armed) = self.arm(argv);
-        let started = process::spawn_env(
+        let started = process::spawn(
             self.env.exe,
             &argv,
-            &[(EVENTS_ENV, &self.events_path(&name))],
             self.work,
             &self.case_dir.join(format!("{name}.stdout.txt")),
             &self.case_dir.join(format!("{name}.stderr.txt")),
