@@ -7,7 +7,8 @@
 //! - every field of every readback (the last JSON line of each readback step);
 //! - the commit claims (each `COMMITTED` line's commit event, claims.rs) against the traced
 //!   commits (commits.rs);
-//! - the roles' claims against what their statements did (roles.rs).
+//! - the roles' claims against what their statements did (each lab's `replay_claims`, through
+//!   claims_api.rs).
 //!
 //! What the replay proves: that the recorded states and claims are the ones the traced
 //! statements produce, given that the trace is what the roles printed. What it cannot
@@ -30,12 +31,12 @@
 //! is reported as a problem (SQLite refuses it).
 
 mod claims;
+pub mod claims_api;
 mod commits;
 mod compare;
 mod engine;
 pub(crate) mod lines;
 mod load;
-mod roles;
 mod trace;
 mod walk;
 
@@ -48,6 +49,7 @@ use std::path::Path;
 use crate::engine::evidence::{Process, DATABASE_FILES};
 use crate::engine::scenario::{readback_json, Expect, Scenario};
 use crate::engine::Lab;
+pub use claims_api::RoleClaims;
 
 /// Whether a phase serves on several threads that share one stdout (and one events file).
 pub fn threaded(phase: &str) -> bool {
@@ -94,7 +96,7 @@ pub fn check(dir: &Path, lab: &Lab, scenarios: &[Scenario], processes: &[Process
     };
     for scenario in scenarios {
         if let Some(mut scene) = scene(dir, lab, scenario, processes, &rows, &mut problems) {
-            replay(&mut scene, &mut problems);
+            replay(&mut scene, lab, &mut problems);
         }
     }
     problems
@@ -196,7 +198,7 @@ fn scene<'a>(
     })
 }
 
-fn replay(scene: &mut walk::Scene<'_>, problems: &mut Problems) {
+fn replay(scene: &mut walk::Scene<'_>, lab: &Lab, problems: &mut Problems) {
     scene.concurrent_writers(problems);
     let mut pins = walk::Pins::new();
     // Each failed search pins a new (observation, process) pair: at most two observations
@@ -207,17 +209,16 @@ fn replay(scene: &mut walk::Scene<'_>, problems: &mut Problems) {
         match scene.pass(&pins, &mut found) {
             Ok(store) => {
                 problems.extend(found);
-                let receiver = scene
-                    .procs
-                    .iter()
-                    .find(|p| p.step.phase == "receiver")
-                    .and_then(|p| p.files.get("db"))
-                    .and_then(|f| store.conn(f));
                 for p in &scene.procs {
                     lines::check(scene.name, p, scene.points, problems);
                     commits::check(scene.name, p, &store, problems);
-                    roles::check(scene.name, p, problems);
-                    roles::responses_name_effects(scene.name, p, receiver, problems);
+                    (lab.replay_claims)(&mut claims_api::RoleClaims {
+                        scenario: scene.name,
+                        proc: p,
+                        procs: &scene.procs,
+                        store: &store,
+                        problems,
+                    });
                 }
                 return;
             }

@@ -28,6 +28,7 @@ pub static LAB: Lab = Lab {
         &super::schema::RECEIVER,
     ],
     readback: super::readback::replayed,
+    replay_claims: super::replay::claims,
 };
 
 pub static STAGES: &[Stage] = &[
