@@ -1,4 +1,4 @@
-//! What a lab's own replay checks read (`Lab::replay_claims`): one process of a replayed
+//! What a lab's own replay checks read (`Lab::replay`): one process of a replayed
 //! scenario, with what each of its traced statements did, the other processes of the scene
 //! and the replayed files at its end. Each lab checks its roles' printed claims (counts,
 //! DUPLICATE lines, replies) against them in its own folder; the engine only calls it.
@@ -12,6 +12,20 @@ pub use super::commits::{certain_read, clean_exit};
 pub use super::engine::{End, Outcome, Session, Store, Touched};
 pub use super::trace::literals;
 pub use super::walk::Proc;
+
+/// What the replay needs to know of a lab's roles, by phase.
+pub struct LabReplay {
+    /// Phases that serve on several threads, each with its own connection, into one stdout
+    /// (and one events file): their lines and events may interleave.
+    pub threaded: &'static [&'static str],
+    /// Phases that print a reply's status line `STATUS <code>`, then its headers and body as
+    /// they came (no line of a role).
+    pub raw_replies: &'static [&'static str],
+    /// Its roles' printed claims (counts, DUPLICATE lines, replies) against what their
+    /// replayed statements did: called for each process of a replayed scenario, reports
+    /// through `RoleClaims::say` (`none`: nothing to check).
+    pub claims: fn(&mut RoleClaims<'_>),
+}
 
 /// One process's claims to check, once its scenario has been replayed to the end.
 pub struct RoleClaims<'a> {
@@ -152,5 +166,25 @@ mod tests {
             "25"
         );
         assert_eq!(crate::engine::replay::engine::text(&Value::Null), "NULL");
+    }
+
+    /// A phase named wrongly would silently judge a threaded role as sequential (or a raw
+    /// reply as lines of a role): every phase a lab's replay names runs in its scenarios.
+    #[test]
+    fn the_phases_a_lab_names_for_the_replay_run_in_its_scenarios() {
+        let mut named = 0;
+        for lab in crate::engine::registry::labs() {
+            let phases: Vec<&str> = (lab.scenarios)()
+                .iter()
+                .flat_map(|s| s.steps.iter().map(|step| step.phase))
+                .collect();
+            for phase in lab.replay.threaded.iter().chain(lab.replay.raw_replies) {
+                assert!(phases.contains(phase), "{}: {phase}", lab.full_name());
+                assert!(super::super::threaded(lab, phase) == lab.replay.threaded.contains(phase));
+                named += 1;
+            }
+        }
+        // Some lab serves on several threads: the rule is exercised, not vacuous.
+        assert!(named > 0);
     }
 }

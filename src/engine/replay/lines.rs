@@ -10,7 +10,6 @@ use std::sync::OnceLock;
 
 use rusqlite::Connection;
 
-use super::commits::THREADED;
 use super::trace::{self, Kind, Line};
 use super::walk::Proc;
 use super::Problems;
@@ -46,9 +45,6 @@ pub const KINDS: &[&str] = &[
     "ENQUEUED",
     "SENT",
 ];
-
-/// The raw client prints the reply's status, then its headers and body as they came.
-const CLIENT: &str = "dispatch-post";
 
 fn pragmas() -> &'static BTreeSet<String> {
     static NAMES: OnceLock<BTreeSet<String>> = OnceLock::new();
@@ -132,7 +128,7 @@ pub fn check(scenario: &str, p: &Proc<'_>, points: &[PointDef], problems: &mut P
                     }
                     continue;
                 }
-                if p.step.phase == CLIENT && first == "STATUS" {
+                if p.raw_reply && first == "STATUS" {
                     reply = true;
                     continue;
                 }
@@ -143,7 +139,7 @@ pub fn check(scenario: &str, p: &Proc<'_>, points: &[PointDef], problems: &mut P
         }
     }
     // A point counts its hits 1, 2, 3; several workers may print theirs out of order.
-    let threaded = THREADED.contains(&p.step.phase);
+    let threaded = p.threaded;
     for (name, mut seen) in hits {
         if threaded {
             seen.sort_by_key(|(_, hit)| *hit);

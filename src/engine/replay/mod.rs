@@ -7,7 +7,7 @@
 //! - every field of every readback (the last JSON line of each readback step);
 //! - the commit claims (each `COMMITTED` line's commit event, claims.rs) against the traced
 //!   commits (commits.rs);
-//! - the roles' claims against what their statements did (each lab's `replay_claims`, through
+//! - the roles' claims against what their statements did (each lab's `LabReplay::claims`, through
 //!   claims_api.rs).
 //!
 //! What the replay proves: that the recorded states and claims are the ones the traced
@@ -49,11 +49,11 @@ use std::path::Path;
 use crate::engine::evidence::{Process, DATABASE_FILES};
 use crate::engine::scenario::{readback_json, Expect, Scenario};
 use crate::engine::Lab;
-pub use claims_api::RoleClaims;
+pub use claims_api::{LabReplay, RoleClaims};
 
 /// Whether a phase serves on several threads that share one stdout (and one events file).
-pub fn threaded(phase: &str) -> bool {
-    commits::THREADED.contains(&phase)
+pub fn threaded(lab: &Lab, phase: &str) -> bool {
+    lab.replay.threaded.contains(&phase)
 }
 
 /// (evidence file, problem) pairs, in the order found.
@@ -144,7 +144,7 @@ fn scene<'a>(
         let events = load::read_text(dir, &events_rel)
             .and_then(|t| crate::events::parse(&t).map_err(|e| crate::fail::one_line(&e)));
         let unpaired = match events {
-            Ok(events) => claims::from_events(&mut lines, &events, threaded(step.phase)),
+            Ok(events) => claims::from_events(&mut lines, &events, threaded(lab, step.phase)),
             Err(e) => Some(format!("its events cannot be read: {e}")),
         };
         if let Some(why) = unpaired {
@@ -173,6 +173,8 @@ fn scene<'a>(
         procs.push(walk::Proc {
             index,
             step,
+            threaded: threaded(lab, step.phase),
+            raw_reply: lab.replay.raw_replies.contains(&step.phase),
             record,
             lines,
             line_files,
@@ -212,7 +214,7 @@ fn replay(scene: &mut walk::Scene<'_>, lab: &Lab, problems: &mut Problems) {
                 for p in &scene.procs {
                     lines::check(scene.name, p, scene.points, problems);
                     commits::check(scene.name, p, &store, problems);
-                    (lab.replay_claims)(&mut claims_api::RoleClaims {
+                    (lab.replay.claims)(&mut claims_api::RoleClaims {
                         scenario: scene.name,
                         proc: p,
                         procs: &scene.procs,

@@ -6,11 +6,20 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use crate::engine::replay::claims_api::{
     as_int, as_text, certain_read, clean_exit, col, committed_rows, field, literals, other_lines,
-    statements, Proc, RoleClaims,
+    statements, LabReplay, Proc, RoleClaims,
 };
 use crate::engine::replay::Problems;
 
-/// `Lab::replay_claims`: the receiver's and dispatcher's own lines, then every reply that
+/// What the replay needs to know of this lab's roles.
+pub const REPLAY: LabReplay = LabReplay {
+    // The receiver serves requests on several workers.
+    threaded: &["receiver"],
+    // The raw client prints the reply's status, then its headers and body as they came.
+    raw_replies: &["dispatch-post"],
+    claims,
+};
+
+/// `LabReplay::claims`: the receiver's and dispatcher's own lines, then every reply that
 /// names an effect against the receiver's replayed file.
 pub fn claims(c: &mut RoleClaims<'_>) {
     let p = c.proc;

@@ -28,7 +28,7 @@ pub static LAB: Lab = Lab {
         &super::schema::RECEIVER,
     ],
     readback: super::readback::replayed,
-    replay_claims: super::replay::claims,
+    replay: super::replay::REPLAY,
 };
 
 pub static STAGES: &[Stage] = &[

@@ -9,10 +9,17 @@ use rusqlite::types::Value;
 use super::model::Payload;
 use crate::engine::replay::claims_api::{
     as_int, as_text, col, committed_line, committed_rows, field, literals, other_lines, sql_at,
-    statements, End, Proc, RoleClaims,
+    statements, End, LabReplay, Proc, RoleClaims,
 };
 
-/// `Lab::replay_claims`: the consumer (its variants print other lines), the publisher and
+/// What the replay needs to know of this lab's roles.
+pub const REPLAY: LabReplay = LabReplay {
+    threaded: &[],
+    raw_replies: &[],
+    claims,
+};
+
+/// `LabReplay::claims`: the consumer (its variants print other lines), the publisher and
 /// a raw enqueue.
 pub fn claims(c: &mut RoleClaims<'_>) {
     let p = c.proc;
