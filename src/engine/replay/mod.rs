@@ -196,7 +196,6 @@ fn scene<'a>(
             .collect(),
         readbacks,
         databases: lab.databases,
-        points: lab.points,
     })
 }
 
@@ -212,7 +211,7 @@ fn replay(scene: &mut walk::Scene<'_>, lab: &Lab, problems: &mut Problems) {
             Ok(store) => {
                 problems.extend(found);
                 for p in &scene.procs {
-                    lines::check(scene.name, p, scene.points, problems);
+                    lines::check(scene.name, p, lab, problems);
                     commits::check(scene.name, p, &store, problems);
                     (lab.replay.claims)(&mut claims_api::RoleClaims {
                         scenario: scene.name,

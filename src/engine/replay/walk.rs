@@ -105,7 +105,6 @@ pub struct Scene<'a> {
     /// Step index to the readback JSON its stdout ends with.
     pub readbacks: BTreeMap<usize, Value>,
     pub databases: &'a [&'a str],
-    pub points: &'a [crate::crash::PointDef],
 }
 
 /// (observation, process) to the position it is held at after a search failed.

@@ -16,6 +16,23 @@ pub const REPLAY: LabReplay = LabReplay {
     threaded: &["receiver"],
     // The raw client prints the reply's status, then its headers and body as they came.
     raw_replies: &["dispatch-post"],
+    lines: &[
+        "READY",
+        "REQUEST",
+        "ACCEPT",
+        "STOPPED",
+        "EXPIRED",
+        "LOCKED",
+        "WAITING",
+        "RECEIVER",
+        "RESPONSE",
+        "UNKNOWN",
+        "RESEND",
+        "HELD",
+        "REPAIR",
+        "DISPATCHED",
+        "ALREADY",
+    ],
     claims,
 };
 

@@ -16,6 +16,15 @@ use crate::engine::replay::claims_api::{
 pub const REPLAY: LabReplay = LabReplay {
     threaded: &[],
     raw_replies: &[],
+    lines: &[
+        "SENT",
+        "PUBLISHED",
+        "CONSUMED",
+        "DUPLICATE",
+        "REJECTED",
+        "RACE",
+        "ENQUEUED",
+    ],
     claims,
 };
 
