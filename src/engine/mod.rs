@@ -55,6 +55,9 @@ pub struct Lab {
     /// The readback its readback phase prints, taken on these databases (by argv flag):
     /// None for any other phase. The replay runs it on the replayed files.
     pub readback: fn(&str, &Databases<'_>) -> Option<Result<serde_json::Value, String>>,
+    /// What the audit's replay needs to know of its roles: which serve on several threads,
+    /// which print raw replies, and the checks of their printed claims.
+    pub replay: replay::LabReplay,
 }
 
 /// Open databases by the argv flag that names their file (`sender`, `queue`, `db`).

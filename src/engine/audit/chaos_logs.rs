@@ -180,7 +180,7 @@ pub(super) fn check_processes(
             let word = l.split(' ').next().unwrap_or("");
             !(word == "SQL"
                 || word == "COMMITTED"
-                || crate::engine::replay::lines::KINDS.contains(&word))
+                || crate::engine::replay::lines::known(lab, word))
         });
         if let Some((index, line)) = unknown {
             problems.push((

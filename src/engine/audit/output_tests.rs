@@ -3,10 +3,23 @@
 use std::collections::BTreeMap;
 
 use super::output::{check, Ran, Which};
-use crate::labs::outbox_inbox::points::POINTS;
+use crate::crash::PointDef;
 
 fn argv(args: &[&str]) -> Vec<String> {
     args.iter().map(|s| s.to_string()).collect()
+}
+
+/// The points of the lab these outputs come from: the one that has the points they name.
+fn points() -> &'static [PointDef] {
+    let lab = crate::engine::registry::labs()
+        .iter()
+        .find(|lab| {
+            ["sender.after-commit", "consumer.before-ack"]
+                .iter()
+                .all(|name| lab.points.iter().any(|d| d.name == *name))
+        })
+        .expect("a lab has the points these outputs name");
+    lab.points
 }
 
 fn pins() -> BTreeMap<String, String> {
@@ -29,7 +42,7 @@ fn problems(
         stdout,
         stderr,
     };
-    check(&ran, POINTS, &pins())
+    check(&ran, points(), &pins())
 }
 
 const OPEN: &str = "SQL sender PRAGMA journal_mode=wal\nSQL sender PRAGMA synchronous=FULL\nSQL sender PRAGMA foreign_keys=ON\nSQL sender PRAGMA busy_timeout=5000\n";

@@ -189,7 +189,7 @@ pub(super) fn check_run(report: &mut Report, tree: &Tree) {
             stdout: &stdout,
             stderr: &stderr,
         };
-        let threaded = crate::engine::replay::threaded(step.phase);
+        let threaded = crate::engine::replay::threaded(lab, step.phase);
         for (side, text) in bound::check(&ran, said, threaded) {
             if side == Side::Both {
                 report.problem(&stdout_rel, format!("{label}: {text}"));

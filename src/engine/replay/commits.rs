@@ -18,9 +18,6 @@ use super::trace::{self, Kind, Line};
 use super::walk::Proc;
 use super::Problems;
 
-/// Roles that serve on several threads, each with its own connection, into one stdout.
-pub const THREADED: &[&str] = &["receiver"];
-
 pub fn clean_exit(p: &Proc<'_>) -> bool {
     p.record.exit == 0 && p.record.signal.is_none()
 }
@@ -140,7 +137,7 @@ fn reportable(unit: &Unit) -> bool {
 pub fn check(scenario: &str, p: &Proc<'_>, end: &Store, problems: &mut Problems) {
     let at = |line: usize| format!("{scenario}/{} line {}", p.step.name, line + 1);
     let stdout = p.record.stdout.clone();
-    let threaded = THREADED.contains(&p.step.phase);
+    let threaded = p.threaded;
     let mut units: Vec<&Unit> = p.session.units.iter().filter(|u| reportable(u)).collect();
     units.sort_by_key(|u| u.end_line);
     let by_end: BTreeMap<usize, &Unit> = units.iter().map(|u| (u.end_line, *u)).collect();
@@ -274,7 +271,7 @@ fn failures(scenario: &str, p: &Proc<'_>, end: &Store, problems: &mut Problems) 
                 && p.line_files[*k] == *file
                 && trace::classify(sql_at(p, *k)) == Kind::Rollback
         };
-        let went_on = if THREADED.contains(&p.step.phase) {
+        let went_on = if p.threaded {
             // Other workers' reads and waiting BEGINs may come between a failed statement
             // and its worker's ROLLBACK (it holds the write lock meanwhile); the worker
             // answers the request and the process goes on.
@@ -300,7 +297,7 @@ fn failures(scenario: &str, p: &Proc<'_>, end: &Store, problems: &mut Problems) 
                     show(&p.lines[k])
                 ),
             )),
-            None if clean_exit(p) && !THREADED.contains(&p.step.phase) => problems.push((
+            None if clean_exit(p) && !p.threaded => problems.push((
                 p.record.stdout.clone(),
                 format!("{}: `{sql}` fails in the replay ({error}), but the process ended with exit 0", at(*line)),
             )),
@@ -308,7 +305,7 @@ fn failures(scenario: &str, p: &Proc<'_>, end: &Store, problems: &mut Problems) 
         }
     }
     // In a threaded role the last statement before a ROLLBACK may be another worker's.
-    if THREADED.contains(&p.step.phase) {
+    if p.threaded {
         return;
     }
     for unit in p.session.units.iter().filter(|u| u.end == End::RolledBack) {

@@ -10,45 +10,19 @@ use std::sync::OnceLock;
 
 use rusqlite::Connection;
 
-use super::commits::THREADED;
 use super::trace::{self, Kind, Line};
 use super::walk::Proc;
 use super::Problems;
-use crate::crash::PointDef;
 use crate::store::PRAGMAS;
 
-/// The first word of every line a crashlab role prints in a driver run, besides `SQL`,
-/// `COMMITTED` and a readback's JSON. A role that prints a new kind of line adds it here.
-pub const KINDS: &[&str] = &[
-    "POINT",
-    "CRASH",
-    "NOT-REACHED",
-    "READY",
-    "REQUEST",
-    "ACCEPT",
-    "STOPPED",
-    "EXPIRED",
-    "LOCKED",
-    "WAITING",
-    "RECEIVER",
-    "RESPONSE",
-    "UNKNOWN",
-    "RESEND",
-    "HELD",
-    "REPAIR",
-    "DISPATCHED",
-    "ALREADY",
-    "DUPLICATE",
-    "REJECTED",
-    "RACE",
-    "CONSUMED",
-    "PUBLISHED",
-    "ENQUEUED",
-    "SENT",
-];
+/// The first word of the lines every role may print (crash.rs), besides `SQL`, `COMMITTED`
+/// and a readback's JSON; each lab names the others its roles print (`LabReplay::lines`).
+pub const KINDS: &[&str] = &["POINT", "CRASH", "NOT-REACHED"];
 
-/// The raw client prints the reply's status, then its headers and body as they came.
-const CLIENT: &str = "dispatch-post";
+/// Is `word` the first word of a line a role of `lab` prints (besides `SQL` and `COMMITTED`)?
+pub fn known(lab: &crate::engine::Lab, word: &str) -> bool {
+    KINDS.contains(&word) || lab.replay.lines.contains(&word)
+}
 
 fn pragmas() -> &'static BTreeSet<String> {
     static NAMES: OnceLock<BTreeSet<String>> = OnceLock::new();
@@ -80,7 +54,8 @@ fn pragma_name(sql: &str) -> Option<String> {
     Some(name.rsplit('.').next().unwrap_or("").to_ascii_lowercase())
 }
 
-pub fn check(scenario: &str, p: &Proc<'_>, points: &[PointDef], problems: &mut Problems) {
+pub fn check(scenario: &str, p: &Proc<'_>, lab: &crate::engine::Lab, problems: &mut Problems) {
+    let points = lab.points;
     let mut say = |line: usize, what: String| {
         problems.push((
             p.record.stdout.clone(),
@@ -132,18 +107,18 @@ pub fn check(scenario: &str, p: &Proc<'_>, points: &[PointDef], problems: &mut P
                     }
                     continue;
                 }
-                if p.step.phase == CLIENT && first == "STATUS" {
+                if p.raw_reply && first == "STATUS" {
                     reply = true;
                     continue;
                 }
-                if !KINDS.contains(&first) {
+                if !known(lab, first) {
                     say(j, format!("'{text}' is no line a crashlab role prints"));
                 }
             }
         }
     }
     // A point counts its hits 1, 2, 3; several workers may print theirs out of order.
-    let threaded = THREADED.contains(&p.step.phase);
+    let threaded = p.threaded;
     for (name, mut seen) in hits {
         if threaded {
             seen.sort_by_key(|(_, hit)| *hit);

@@ -7,7 +7,8 @@
 //! - every field of every readback (the last JSON line of each readback step);
 //! - the commit claims (each `COMMITTED` line's commit event, claims.rs) against the traced
 //!   commits (commits.rs);
-//! - the roles' claims against what their statements did (roles.rs).
+//! - the roles' claims against what their statements did (each lab's `LabReplay::claims`, through
+//!   claims_api.rs).
 //!
 //! What the replay proves: that the recorded states and claims are the ones the traced
 //! statements produce, given that the trace is what the roles printed. What it cannot
@@ -30,12 +31,12 @@
 //! is reported as a problem (SQLite refuses it).
 
 mod claims;
+pub mod claims_api;
 mod commits;
 mod compare;
 mod engine;
 pub(crate) mod lines;
 mod load;
-mod roles;
 mod trace;
 mod walk;
 
@@ -48,10 +49,11 @@ use std::path::Path;
 use crate::engine::evidence::{Process, DATABASE_FILES};
 use crate::engine::scenario::{readback_json, Expect, Scenario};
 use crate::engine::Lab;
+pub use claims_api::{LabReplay, RoleClaims};
 
 /// Whether a phase serves on several threads that share one stdout (and one events file).
-pub fn threaded(phase: &str) -> bool {
-    commits::THREADED.contains(&phase)
+pub fn threaded(lab: &Lab, phase: &str) -> bool {
+    lab.replay.threaded.contains(&phase)
 }
 
 /// (evidence file, problem) pairs, in the order found.
@@ -94,7 +96,7 @@ pub fn check(dir: &Path, lab: &Lab, scenarios: &[Scenario], processes: &[Process
     };
     for scenario in scenarios {
         if let Some(mut scene) = scene(dir, lab, scenario, processes, &rows, &mut problems) {
-            replay(&mut scene, &mut problems);
+            replay(&mut scene, lab, &mut problems);
         }
     }
     problems
@@ -142,7 +144,7 @@ fn scene<'a>(
         let events = load::read_text(dir, &events_rel)
             .and_then(|t| crate::events::parse(&t).map_err(|e| crate::fail::one_line(&e)));
         let unpaired = match events {
-            Ok(events) => claims::from_events(&mut lines, &events, threaded(step.phase)),
+            Ok(events) => claims::from_events(&mut lines, &events, threaded(lab, step.phase)),
             Err(e) => Some(format!("its events cannot be read: {e}")),
         };
         if let Some(why) = unpaired {
@@ -171,6 +173,8 @@ fn scene<'a>(
         procs.push(walk::Proc {
             index,
             step,
+            threaded: threaded(lab, step.phase),
+            raw_reply: lab.replay.raw_replies.contains(&step.phase),
             record,
             lines,
             line_files,
@@ -192,11 +196,10 @@ fn scene<'a>(
             .collect(),
         readbacks,
         databases: lab.databases,
-        points: lab.points,
     })
 }
 
-fn replay(scene: &mut walk::Scene<'_>, problems: &mut Problems) {
+fn replay(scene: &mut walk::Scene<'_>, lab: &Lab, problems: &mut Problems) {
     scene.concurrent_writers(problems);
     let mut pins = walk::Pins::new();
     // Each failed search pins a new (observation, process) pair: at most two observations
@@ -207,17 +210,16 @@ fn replay(scene: &mut walk::Scene<'_>, problems: &mut Problems) {
         match scene.pass(&pins, &mut found) {
             Ok(store) => {
                 problems.extend(found);
-                let receiver = scene
-                    .procs
-                    .iter()
-                    .find(|p| p.step.phase == "receiver")
-                    .and_then(|p| p.files.get("db"))
-                    .and_then(|f| store.conn(f));
                 for p in &scene.procs {
-                    lines::check(scene.name, p, scene.points, problems);
+                    lines::check(scene.name, p, lab, problems);
                     commits::check(scene.name, p, &store, problems);
-                    roles::check(scene.name, p, problems);
-                    roles::responses_name_effects(scene.name, p, receiver, problems);
+                    (lab.replay.claims)(&mut claims_api::RoleClaims {
+                        scenario: scene.name,
+                        proc: p,
+                        procs: &scene.procs,
+                        store: &store,
+                        problems,
+                    });
                 }
                 return;
             }

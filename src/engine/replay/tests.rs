@@ -10,7 +10,7 @@ use super::engine::{Session, Store};
 use crate::engine::evidence::Process;
 use crate::engine::files::logical_sha256_conn;
 use crate::engine::scenario::{Background, Expect, Ready, Scenario, Step, Stop};
-use crate::labs::http_dispatch::lab::LAB;
+use crate::engine::Lab;
 
 const BG: &str = "SQL receiver BEGIN IMMEDIATE
 SQL receiver CREATE TABLE t(x INTEGER NOT NULL)
@@ -28,6 +28,28 @@ SQL receiver COMMIT
 SQL receiver BEGIN IMMEDIATE
 SQL receiver INSERT INTO t VALUES (4)
 ";
+
+/// The lab whose scenarios run a process in the background (its files are the ones these
+/// scenarios write).
+fn lab() -> &'static Lab {
+    let lab = crate::engine::registry::labs()
+        .iter()
+        .copied()
+        .find(|lab| {
+            (lab.scenarios)()
+                .iter()
+                .any(|s| s.steps.iter().any(|step| step.background.is_some()))
+        })
+        .expect("a lab runs a process in the background");
+    for file in ["receiver.db", "intents.db"] {
+        assert!(
+            lab.databases.contains(&file),
+            "{} has {file}",
+            lab.full_name()
+        );
+    }
+    lab
+}
 
 fn fg(value: i64, create: bool) -> String {
     let create = if create {
@@ -144,7 +166,7 @@ fn run(dir: &Path, rows: &[Spec<'_>]) -> Vec<(String, String)> {
         .iter()
         .map(|s| process(s, (s.name == "bg").then_some(9)))
         .collect();
-    super::check(dir, &LAB, &[scenario], &processes)
+    super::check(dir, lab(), &[scenario], &processes)
 }
 
 #[test]
@@ -232,7 +254,7 @@ fn a_statement_that_fails_in_the_replay_must_have_failed_in_the_run() {
     );
     let scenario = scenario();
     let processes: Vec<Process> = scenario.steps.iter().map(|s| process(s, None)).collect();
-    let problems = super::check(dir.path(), &LAB, &[scenario], &processes);
+    let problems = super::check(dir.path(), lab(), &[scenario], &processes);
     let text = format!("{problems:?}");
     assert!(
         text.contains(
@@ -274,7 +296,7 @@ fn interleaved(dir: &Path, trace: &str) -> Vec<(String, String)> {
     }]);
     fs::write(dir.join("database-files.json"), rows.to_string()).unwrap();
     let processes = vec![process(&scenario.steps[0], None)];
-    super::check(dir, &LAB, &[scenario], &processes)
+    super::check(dir, lab(), &[scenario], &processes)
 }
 
 #[test]

@@ -28,6 +28,10 @@ use crate::engine::scenario::Step;
 pub struct Proc<'a> {
     pub index: usize,
     pub step: &'a Step,
+    /// Its role serves on several threads into one stdout (`LabReplay::threaded`).
+    pub threaded: bool,
+    /// Its role prints a reply raw after a `STATUS` line (`LabReplay::raw_replies`).
+    pub raw_reply: bool,
     pub record: &'a Process,
     pub lines: Vec<Line>,
     /// The file each SQL line runs on (None: not SQL, or a database the lab does not have).
@@ -101,7 +105,6 @@ pub struct Scene<'a> {
     /// Step index to the readback JSON its stdout ends with.
     pub readbacks: BTreeMap<usize, Value>,
     pub databases: &'a [&'a str],
-    pub points: &'a [crate::crash::PointDef],
 }
 
 /// (observation, process) to the position it is held at after a search failed.

@@ -61,10 +61,24 @@ fn result(
     }
 }
 
+/// The lab whose scenarios run a server in the background, like the run made here.
+fn background_lab() -> &'static crate::engine::Lab {
+    crate::engine::registry::labs()
+        .iter()
+        .copied()
+        .find(|lab| {
+            (lab.scenarios)()
+                .iter()
+                .any(|s| s.steps.iter().any(|step| step.background.is_some()))
+        })
+        .expect("a lab runs a server in the background")
+}
+
 /// intent; a receiver in the background; a dispatcher that commits and crashes while the
 /// receiver applies the effect; a readback. The receiver makes its schema when it starts and
 /// its one effect during the dispatcher's step.
 fn evidence(final_ok: bool) -> Evidence {
+    let lab = background_lab();
     let stdouts = [
         "POINT intent.before-commit #1\nCOMMITTED intents intent 1 key K1\n",
         "READY 1 mode=keyed\nSQL receiver COMMIT\nCOMMITTED receiver effect 1 key K1\nSTOPPED receiver <&\"'\u{1}>\n",
@@ -121,7 +135,7 @@ fn evidence(final_ok: bool) -> Evidence {
         .collect();
     Evidence {
         processes: Processes {
-            lab: "13-http-dispatch".to_string(),
+            lab: lab.full_name(),
             crashlab_version: "0.1.0".to_string(),
             git: None,
             sqlite_version: "3".to_string(),
@@ -129,7 +143,7 @@ fn evidence(final_ok: bool) -> Evidence {
             command: vec![
                 "crashlab".to_string(),
                 "driver".to_string(),
-                "13".to_string(),
+                lab.id.to_string(),
             ],
             crash_mode: "exit".to_string(),
             step_timeout_ms: 1000,
@@ -138,7 +152,7 @@ fn evidence(final_ok: bool) -> Evidence {
             processes,
         },
         results: Results {
-            lab: "13-http-dispatch".to_string(),
+            lab: lab.full_name(),
             ok: final_ok,
             steps: results,
             scenarios: Vec::new(),

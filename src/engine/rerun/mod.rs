@@ -255,10 +255,14 @@ mod tests {
 
     #[test]
     fn commands_print_as_typed() {
-        let c: Vec<String> = ["crashlab", "driver", "14", "--out", "a b", "it's"]
+        let id = crate::engine::registry::labs()[0].id;
+        let c: Vec<String> = ["crashlab", "driver", id, "--out", "a b", "it's"]
             .iter()
             .map(|s| s.to_string())
             .collect();
-        assert_eq!(shell_words(&c), r"crashlab driver 14 --out 'a b' 'it'\''s'");
+        assert_eq!(
+            shell_words(&c),
+            format!(r"crashlab driver {id} --out 'a b' 'it'\''s'")
+        );
     }
 }

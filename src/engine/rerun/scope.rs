@@ -232,19 +232,42 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    /// The lab whose driver runs the scenario these tests name (a receiver in the
+    /// background while two dispatchers run).
+    fn two_dispatchers_lab() -> &'static crate::engine::Lab {
+        crate::engine::registry::labs()
+            .iter()
+            .copied()
+            .find(|lab| {
+                (lab.scenarios)()
+                    .iter()
+                    .any(|s| s.name == "two-dispatchers")
+            })
+            .expect("a lab has the two-dispatchers scenario")
+    }
+
+    /// The lab that is put under load (chaos, bench).
+    fn load_lab() -> &'static crate::engine::Lab {
+        crate::engine::registry::labs()
+            .iter()
+            .copied()
+            .find(|lab| lab.load.is_some())
+            .expect("a lab has a load profile")
+    }
+
     #[test]
-    fn lab13_receiver_steps_are_background_and_lab14_has_none() {
-        let lab13 = background_steps(crate::engine::registry::find("13").unwrap());
-        assert!(lab13.contains(&("two-dispatchers".into(), "dispatch-first".into())));
-        assert!(lab13.contains(&("two-dispatchers".into(), "final".into())));
+    fn receiver_steps_are_background_and_the_load_lab_has_none() {
+        let background = background_steps(two_dispatchers_lab());
+        assert!(background.contains(&("two-dispatchers".into(), "dispatch-first".into())));
+        assert!(background.contains(&("two-dispatchers".into(), "final".into())));
         // Before its receiver starts, a scenario's first step runs alone.
-        assert!(!lab13.contains(&("two-dispatchers".into(), "intent".into())));
-        assert!(background_steps(crate::engine::registry::find("14").unwrap()).is_empty());
+        assert!(!background.contains(&("two-dispatchers".into(), "intent".into())));
+        assert!(background_steps(load_lab()).is_empty());
     }
 
     #[test]
     fn frozen_says_it_first() {
-        let scope = Scope::new(Kind::Driver, "13");
+        let scope = Scope::new(Kind::Driver, two_dispatchers_lab().id);
         let row = json!({"scenario": "two-dispatchers", "after_step": "dispatch-first"});
         assert!(scope.unsettled("database-files.json", &row));
         assert!(!scope.unsettled("other.json", &row));
@@ -263,7 +286,7 @@ mod tests {
 
     #[test]
     fn side_files_of_kept_databases_are_compared_through_their_rows() {
-        let explore = Scope::new(Kind::Explore, "14");
+        let explore = Scope::new(Kind::Explore, load_lab().id);
         assert!(matches!(
             explore.rule("cases/v/p@1/db/queue.db-wal"),
             Rule::Side
@@ -276,7 +299,7 @@ mod tests {
             explore.rule("cases/v/p@1/x.db-wal"),
             Rule::Everything
         ));
-        let chaos = Scope::new(Kind::Chaos, "14");
+        let chaos = Scope::new(Kind::Chaos, load_lab().id);
         assert!(matches!(chaos.rule("db/receiver.db-shm"), Rule::Side));
         assert!(matches!(chaos.rule("chaos.json"), Rule::Only(_)));
         assert!(matches!(chaos.rule("logs/sender.1.stdout.txt"), Rule::Skip));

@@ -39,6 +39,7 @@ pub static LAB: Lab = Lab {
         &super::schema::RECEIVER,
     ],
     readback: super::readback::replayed,
+    replay: super::replay::REPLAY,
 };
 
 const BODY: &str = r#"{"amount":25,"to":"R1"}"#;

@@ -12,6 +12,7 @@ pub mod model;
 pub mod points;
 pub mod readback;
 pub mod receiver;
+pub mod replay;
 pub mod roles;
 pub mod schema;
 pub mod stages;

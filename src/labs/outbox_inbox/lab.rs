@@ -28,6 +28,7 @@ pub static LAB: Lab = Lab {
         &super::schema::RECEIVER,
     ],
     readback: super::readback::replayed,
+    replay: super::replay::REPLAY,
 };
 
 pub static STAGES: &[Stage] = &[

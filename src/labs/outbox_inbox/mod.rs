@@ -16,6 +16,7 @@ pub mod model;
 pub mod points;
 pub mod publisher;
 pub mod readback;
+pub mod replay;
 pub mod roles;
 pub mod schema;
 pub mod sender;

@@ -1,21 +1,72 @@
-//! Lab 14's consumer: its DUPLICATE, REJECTED and CONSUMED lines against its replayed
-//! claims, Inbox look-ups, Inbox inserts, credits and acks.
+//! Lab 14's claims in the audit's replay: the consumer's DUPLICATE, REJECTED and CONSUMED
+//! lines against its replayed claims, Inbox look-ups, Inbox inserts, credits and acks; the
+//! publisher's and enqueue's counts against the deliveries they committed.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use rusqlite::types::Value;
 
-use super::{as_int, as_text, col, committed_rows, field, other_lines, sql_at, statements};
-use crate::engine::replay::engine::End;
-use crate::engine::replay::trace;
-use crate::engine::replay::walk::Proc;
-use crate::labs::outbox_inbox::model::Payload;
+use super::model::Payload;
+use crate::engine::replay::claims_api::{
+    as_int, as_text, col, committed_line, committed_rows, field, literals, other_lines, sql_at,
+    statements, End, LabReplay, Proc, RoleClaims,
+};
+
+/// What the replay needs to know of this lab's roles.
+pub const REPLAY: LabReplay = LabReplay {
+    threaded: &[],
+    raw_replies: &[],
+    lines: &[
+        "SENT",
+        "PUBLISHED",
+        "CONSUMED",
+        "DUPLICATE",
+        "REJECTED",
+        "RACE",
+        "ENQUEUED",
+    ],
+    claims,
+};
+
+/// `LabReplay::claims`: the consumer (its variants print other lines), the publisher and
+/// a raw enqueue.
+pub fn claims(c: &mut RoleClaims<'_>) {
+    let p = c.proc;
+    let mut say = |line: usize, what: String| c.say(line, what);
+    match p.step.phase {
+        "consumer" if !p.record.argv.iter().any(|a| a == "--variant") => consumer(p, &mut say),
+        "publisher" => {
+            let n = committed_rows(p, "deliveries").count() as i64;
+            for (j, text) in other_lines(p) {
+                if let Some(rest) = text.strip_prefix("PUBLISHED ") {
+                    let claimed = rest.split_whitespace().next().and_then(|w| w.parse().ok());
+                    if claimed != Some(n) {
+                        say(j, format!("'{text}', but the replay shows {n} deliveries committed by this process"));
+                    }
+                }
+            }
+        }
+        "enqueue" => {
+            let ids: BTreeSet<i64> = committed_rows(p, "deliveries")
+                .map(|(_, t)| t.rowid)
+                .collect();
+            for (j, text) in other_lines(p) {
+                if let Some(rest) = text.strip_prefix("ENQUEUED delivery ") {
+                    if !rest.parse().is_ok_and(|id: i64| ids.contains(&id)) {
+                        say(j, format!("'{text}', but the replay shows this process committed deliveries {ids:?}"));
+                    }
+                }
+            }
+        }
+        _ => {}
+    }
+}
 
 /// Lab 14's consumer: a DUPLICATE needs the Inbox row with the delivery's digest, a
 /// REJECTED a row with another digest (or a malformed payload), and every delivery it
 /// claimed and acked has exactly one outcome: applied (its Inbox row committed), duplicate
 /// or rejected.
-pub(super) fn consumer(p: &Proc<'_>, say: &mut dyn FnMut(usize, String)) {
+fn consumer(p: &Proc<'_>, say: &mut dyn FnMut(usize, String)) {
     // Claims: the RETURNING rows of the committed claim transactions.
     let mut claims: BTreeMap<i64, (String, String, usize)> = BTreeMap::new();
     for unit in p.session.units.iter().filter(|u| u.end == End::Committed) {
@@ -38,7 +89,7 @@ pub(super) fn consumer(p: &Proc<'_>, say: &mut dyn FnMut(usize, String)) {
         p,
         "SELECT digest, contract_id, amount FROM inbox WHERE message_id =",
     ) {
-        if let Some(m) = trace::literals(sql).into_iter().next() {
+        if let Some(m) = literals(sql).into_iter().next() {
             let found = o
                 .rows
                 .first()
@@ -159,12 +210,4 @@ pub(super) fn consumer(p: &Proc<'_>, say: &mut dyn FnMut(usize, String)) {
             ));
         }
     }
-}
-
-/// Is the statement at `line` part of a transaction that committed?
-fn committed_line(p: &Proc<'_>, line: usize) -> bool {
-    p.session
-        .units
-        .iter()
-        .any(|u| u.end == End::Committed && u.statements.contains(&line))
 }

@@ -1,18 +1,61 @@
-//! Lab 13's receiver and dispatcher: REQUEST, EXPIRED, RESPONSE and DISPATCHED lines
-//! against their replayed statements, and each RESPONSE against the receiver's file.
+//! Lab 13's claims in the audit's replay: the receiver's and dispatcher's REQUEST, EXPIRED,
+//! RESPONSE and DISPATCHED lines against their replayed statements, and each reply against
+//! the receiver's file.
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::{as_int, as_text, col, committed_rows, field, other_lines, statements};
-use crate::engine::replay::commits::{certain_read, clean_exit};
-use crate::engine::replay::trace;
-use crate::engine::replay::walk::Proc;
+use crate::engine::replay::claims_api::{
+    as_int, as_text, certain_read, clean_exit, col, committed_rows, field, literals, other_lines,
+    statements, LabReplay, Proc, RoleClaims,
+};
 use crate::engine::replay::Problems;
+
+/// What the replay needs to know of this lab's roles.
+pub const REPLAY: LabReplay = LabReplay {
+    // The receiver serves requests on several workers.
+    threaded: &["receiver"],
+    // The raw client prints the reply's status, then its headers and body as they came.
+    raw_replies: &["dispatch-post"],
+    lines: &[
+        "READY",
+        "REQUEST",
+        "ACCEPT",
+        "STOPPED",
+        "EXPIRED",
+        "LOCKED",
+        "WAITING",
+        "RECEIVER",
+        "RESPONSE",
+        "UNKNOWN",
+        "RESEND",
+        "HELD",
+        "REPAIR",
+        "DISPATCHED",
+        "ALREADY",
+    ],
+    claims,
+};
+
+/// `LabReplay::claims`: the receiver's and dispatcher's own lines, then every reply that
+/// names an effect against the receiver's replayed file.
+pub fn claims(c: &mut RoleClaims<'_>) {
+    let p = c.proc;
+    {
+        let mut say = |line: usize, what: String| c.say(line, what);
+        match p.step.phase {
+            "receiver" => receiver(p, &mut say),
+            "dispatcher" => dispatcher(p, &mut say),
+            _ => {}
+        }
+    }
+    let receiver = c.file_of("receiver", "db");
+    responses_name_effects(c.scenario, p, receiver, c.problems);
+}
 
 /// Lab 13's receiver: `applied effect N` needs its committed effect N under the request's
 /// key; a replay or a 409 needs a look-up that found the key; `N effects` the count the
 /// replay gives; `EXPIRED key K` a deletion of K's idempotency row.
-pub(super) fn receiver(p: &Proc<'_>, say: &mut dyn FnMut(usize, String)) {
+fn receiver(p: &Proc<'_>, say: &mut dyn FnMut(usize, String)) {
     let effects: BTreeMap<i64, Option<String>> = committed_rows(p, "effects")
         .filter(|(_, t)| t.row.is_some())
         .map(|(_, t)| (t.rowid, as_text(col(t, 1)).map(str::to_string)))
@@ -22,13 +65,13 @@ pub(super) fn receiver(p: &Proc<'_>, say: &mut dyn FnMut(usize, String)) {
         p,
         "SELECT body_sha256, status, response FROM idempotency WHERE key =",
     ) {
-        if let (Some(k), false) = (trace::literals(sql).into_iter().next(), o.rows.is_empty()) {
+        if let (Some(k), false) = (literals(sql).into_iter().next(), o.rows.is_empty()) {
             *found.entry(k).or_default() += 1;
         }
     }
     let mut expired: BTreeMap<String, usize> = BTreeMap::new();
     for (_, sql, o) in statements(p, "DELETE FROM idempotency WHERE key =") {
-        if let (Some(k), true) = (trace::literals(sql).into_iter().next(), o.changes > 0) {
+        if let (Some(k), true) = (literals(sql).into_iter().next(), o.changes > 0) {
             *expired.entry(k).or_default() += 1;
         }
     }
@@ -88,7 +131,7 @@ pub(super) fn receiver(p: &Proc<'_>, say: &mut dyn FnMut(usize, String)) {
         {
             let lookup = statements(p, "SELECT count(*) FROM effects WHERE key =")
                 .filter(|(l, sql, _)| {
-                    *l < j && trace::literals(sql).first().map(String::as_str) == Some(k)
+                    *l < j && literals(sql).first().map(String::as_str) == Some(k)
                 })
                 .last();
             // A count read while another worker's commit was in flight is not decided.
@@ -117,7 +160,7 @@ type Receipt = (Option<i64>, Option<String>, Option<i64>);
 
 /// Lab 13's dispatcher: each receipt it committed holds the RESPONSE it printed, and its
 /// DISPATCHED counts are its committed receipts, HELD lines and REPAIR lines.
-pub(super) fn dispatcher(p: &Proc<'_>, say: &mut dyn FnMut(usize, String)) {
+fn dispatcher(p: &Proc<'_>, say: &mut dyn FnMut(usize, String)) {
     let receipts: BTreeMap<String, Receipt> = committed_rows(p, "receipts")
         .filter_map(|(_, t)| {
             let key = as_text(col(t, 0))?.to_string();
@@ -170,7 +213,7 @@ pub(super) fn dispatcher(p: &Proc<'_>, say: &mut dyn FnMut(usize, String)) {
 /// `RESPONSE key K status 200 {"effect":N,…}`, a raw client's `STATUS 200` and body) names
 /// one the receiver's replayed file holds under that key at the scenario's end (effects are
 /// never deleted).
-pub fn responses_name_effects(
+fn responses_name_effects(
     scenario: &str,
     p: &Proc<'_>,
     receiver: Option<&rusqlite::Connection>,
