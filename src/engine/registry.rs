@@ -43,3 +43,16 @@ pub fn find(name: &str) -> anyhow::Result<&'static Lab> {
             fail::usage(format!("unknown lab '{name}'; known: {}", known.join(", ")))
         })
 }
+
+/// The first lab that has what `wanted` asks for (a background step, a load profile): how
+/// engine code and tests find a lab by what it does, never by its name.
+pub fn first_with(wanted: impl Fn(&Lab) -> bool) -> Option<&'static Lab> {
+    labs().iter().copied().find(|lab| wanted(lab))
+}
+
+/// Whether a lab's scenarios run a process in the background (a server, a lock holder).
+pub fn has_background(lab: &Lab) -> bool {
+    (lab.scenarios)()
+        .iter()
+        .any(|s| s.steps.iter().any(|step| step.background.is_some()))
+}

@@ -4,6 +4,7 @@
 use serde_json::Value;
 
 use crate::crash;
+use crate::engine::argv::Argv;
 use crate::engine::nemesis::Nemesis;
 use crate::events::Event;
 
@@ -161,6 +162,18 @@ impl Step {
         let mut step = Step::new(name, phase, args, crate::fail::EXIT_CRASH, Expect::Crash);
         step.crash = Some(point.name.to_string());
         step
+    }
+
+    /// A step that runs a role's typed argv to the given exit.
+    pub fn of(name: &str, argv: &Argv, expected_exit: i32, expect: Expect) -> Step {
+        let args: Vec<&str> = argv.args().iter().map(String::as_str).collect();
+        Step::new(name, argv.role(), &args, expected_exit, expect)
+    }
+
+    /// A step that runs a role's typed argv and crashes at `point`.
+    pub fn crashing_at(name: &str, argv: &Argv, point: crash::Point) -> Step {
+        let args: Vec<&str> = argv.args().iter().map(String::as_str).collect();
+        Step::crashing(name, argv.role(), &args, point)
     }
 
     /// The argv after `crashlab`, armed by `nemesis` when the step crashes.

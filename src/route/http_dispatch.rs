@@ -2,11 +2,10 @@
 
 use anyhow::Result;
 
-use super::{arm, check_stage, expected_stage};
+use super::{arm, expected_stage, readback_out};
 use crate::cli::Command;
 use crate::fail;
 use crate::labs::http_dispatch;
-use crate::out;
 
 pub fn run(command: Command) -> Result<i32> {
     let dispatch_points = crate::labs::http_dispatch::points::POINTS;
@@ -90,18 +89,11 @@ pub fn run(command: Command) -> Result<i32> {
                 history: &history,
                 receiver: &receiver,
             })?;
-            let value = serde_json::to_value(&state)?;
-            if json {
-                out::line(&serde_json::to_string(&value)?);
-            } else {
-                out::line(&format!(
-                    "effects {} / receipts {} / history {} | intents {} undelivered {} unknown {} attempts {}",
+            let line = format!("effects {} / receipts {} / history {} | intents {} undelivered {} unknown {} attempts {}",
                     state.receiver.effects, state.receipts.receipts, state.history.history,
                     state.intents.intents, state.intents.undelivered, state.intents.unknown,
-                    state.intents.attempts
-                ));
-            }
-            check_stage(stage, &value)
+                    state.intents.attempts);
+            readback_out(json, &state, &line, stage)
         }
         Command::DispatchPost {
             port,

@@ -190,8 +190,23 @@ pub(super) fn expected_stage(
     }
 }
 
+/// A readback's output: its JSON (`--json`) or its one human line; then `--expect`'s check.
+pub(super) fn readback_out(
+    json: bool,
+    state: &impl serde::Serialize,
+    line: &str,
+    stage: Option<engine::scenario::Stage>,
+) -> Result<i32> {
+    let value = serde_json::to_value(state)?;
+    match json {
+        true => crate::out::line(&serde_json::to_string(&value)?),
+        false => crate::out::line(line),
+    }
+    check_stage(stage, &value)
+}
+
 /// `--expect`: exit 1 with the field-by-field diff when the readback is not the stage.
-pub(super) fn check_stage(
+fn check_stage(
     stage: Option<engine::scenario::Stage>,
     readback: &serde_json::Value,
 ) -> Result<i32> {

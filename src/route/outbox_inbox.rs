@@ -2,7 +2,7 @@
 
 use anyhow::Result;
 
-use super::{arm, check_stage, expected_stage};
+use super::{arm, expected_stage, readback_out};
 use crate::cli::Command;
 use crate::fail;
 use crate::labs::outbox_inbox::{consumer, enqueue, publisher, readback, sender, variant};
@@ -128,18 +128,11 @@ pub fn run(command: Command) -> Result<i32> {
                 },
                 crate::store::trace_on(),
             )?;
-            let value = serde_json::to_value(&state)?;
-            if json {
-                out::line(&serde_json::to_string(&value)?);
-            } else {
-                out::line(&format!(
-                    "sender: contracts {} outbox_pending {} outbox_sent {} | queue: deliveries {} messages {} pending {} acked {} rejected {} | receiver: inbox {} ledger {}",
+            let line = format!("sender: contracts {} outbox_pending {} outbox_sent {} | queue: deliveries {} messages {} pending {} acked {} rejected {} | receiver: inbox {} ledger {}",
                     state.sender.contracts, state.sender.outbox_pending, state.sender.outbox_sent,
                     state.queue.deliveries, state.queue.messages, state.queue.pending, state.queue.acked,
-                    state.queue.rejected, state.receiver.inbox, state.receiver.ledger
-                ));
-            }
-            check_stage(stage, &value)
+                    state.queue.rejected, state.receiver.inbox, state.receiver.ledger);
+            readback_out(json, &state, &line, stage)
         }
         _ => unreachable!("routed here only for this lab's roles"),
     }

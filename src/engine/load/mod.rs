@@ -40,3 +40,23 @@ pub fn profile(name: &str) -> anyhow::Result<(&'static Lab, &'static dyn LoadPro
 pub fn check_lab(name: &str) -> anyhow::Result<()> {
     profile(name).map(|_| ())
 }
+
+/// `--messages` and `--consumers`, checked against their bounds for chaos and bench alike.
+pub fn validate_shape(
+    profile: &dyn profile::LoadProfile,
+    messages: usize,
+    consumers: usize,
+) -> anyhow::Result<()> {
+    chaos::range(
+        "--messages",
+        messages as u64,
+        1,
+        profile.messages_max() as u64,
+    )?;
+    chaos::range(
+        "--consumers",
+        consumers as u64,
+        1,
+        chaos::CONSUMERS_MAX as u64,
+    )
+}

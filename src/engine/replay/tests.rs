@@ -32,15 +32,8 @@ SQL receiver INSERT INTO t VALUES (4)
 /// The lab whose scenarios run a process in the background (its files are the ones these
 /// scenarios write).
 fn lab() -> &'static Lab {
-    let lab = crate::engine::registry::labs()
-        .iter()
-        .copied()
-        .find(|lab| {
-            (lab.scenarios)()
-                .iter()
-                .any(|s| s.steps.iter().any(|step| step.background.is_some()))
-        })
-        .expect("a lab runs a process in the background");
+    use crate::engine::registry::{first_with, has_background};
+    let lab = first_with(has_background).expect("a lab runs a process in the background");
     for file in ["receiver.db", "intents.db"] {
         assert!(
             lab.databases.contains(&file),

@@ -63,15 +63,8 @@ fn result(
 
 /// The lab whose scenarios run a server in the background, like the run made here.
 fn background_lab() -> &'static crate::engine::Lab {
-    crate::engine::registry::labs()
-        .iter()
-        .copied()
-        .find(|lab| {
-            (lab.scenarios)()
-                .iter()
-                .any(|s| s.steps.iter().any(|step| step.background.is_some()))
-        })
-        .expect("a lab runs a server in the background")
+    use crate::engine::registry::{first_with, has_background};
+    first_with(has_background).expect("a lab runs a server in the background")
 }
 
 /// intent; a receiver in the background; a dispatcher that commits and crashes while the

@@ -235,15 +235,12 @@ mod tests {
     /// The lab whose driver runs the scenario these tests name (a receiver in the
     /// background while two dispatchers run).
     fn two_dispatchers_lab() -> &'static crate::engine::Lab {
-        crate::engine::registry::labs()
-            .iter()
-            .copied()
-            .find(|lab| {
-                (lab.scenarios)()
-                    .iter()
-                    .any(|s| s.name == "two-dispatchers")
-            })
-            .expect("a lab has the two-dispatchers scenario")
+        crate::engine::registry::first_with(|lab| {
+            (lab.scenarios)()
+                .iter()
+                .any(|s| s.name == "two-dispatchers")
+        })
+        .expect("a lab has the two-dispatchers scenario")
     }
 
     /// The lab that is put under load (chaos, bench).

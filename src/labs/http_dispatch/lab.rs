@@ -46,14 +46,12 @@ const BODY: &str = r#"{"amount":25,"to":"R1"}"#;
 
 /// A step that runs a role's argv to the given exit.
 fn step(name: &str, argv: Argv, exit: i32, expect: Expect) -> Step {
-    let args: Vec<&str> = argv.args().iter().map(String::as_str).collect();
-    Step::new(name, argv.role(), &args, exit, expect)
+    Step::of(name, &argv, exit, expect)
 }
 
 /// A step that runs a role's argv and crashes at `point`.
 fn crashing(name: &str, argv: Argv, point: Point) -> Step {
-    let args: Vec<&str> = argv.args().iter().map(String::as_str).collect();
-    Step::crashing(name, argv.role(), &args, point)
+    Step::crashing_at(name, &argv, point)
 }
 
 /// Builds one scenario's steps; readback stages are looked up as `<scenario>.<step>`.

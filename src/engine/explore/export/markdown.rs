@@ -13,11 +13,10 @@ pub fn render(lab: &Lab, report: &Report) -> String {
     let _ = writeln!(s);
     let _ = writeln!(
         s,
-        "Crash mode `{}`, files on {}, {} ({}), {:.0} ms, {:.1} cases/s on {} jobs.",
+        "Crash mode `{}`, files on {}, {}, {:.0} ms, {:.1} cases/s on {} jobs.",
         report.crash_mode,
         report.work_fs,
-        crate::out::plural(report.cases.len(), "case", "cases"),
-        crate::out::plural(report.processes, "process", "processes"),
+        super::size(report),
         report.wall_ms,
         report.cases_per_s,
         report.jobs

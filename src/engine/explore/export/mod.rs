@@ -184,3 +184,12 @@ pub fn summary(block: &Block) -> String {
         )
     }
 }
+
+/// `162 cases (863 processes)`: the size of a run, for every exporter's headline.
+pub fn size(report: &Report) -> String {
+    format!(
+        "{} ({})",
+        crate::out::plural(report.cases.len(), "case", "cases"),
+        crate::out::plural(report.processes, "process", "processes")
+    )
+}

@@ -13,11 +13,10 @@ pub fn render(lab: &Lab, report: &Report, out: &Path) -> String {
     let _ = writeln!(s, "lab {} ({}): {}", lab.id, lab.slug, lab.title);
     let _ = writeln!(
         s,
-        "explore: crash mode {}, files on {}, {} ({}) in {:.0} ms, {:.1} cases/s, {} jobs; evidence in {}",
+        "explore: crash mode {}, files on {}, {} in {:.0} ms, {:.1} cases/s, {} jobs; evidence in {}",
         report.crash_mode,
         report.work_fs,
-        crate::out::plural(report.cases.len(), "case", "cases"),
-        crate::out::plural(report.processes, "process", "processes"),
+        super::size(report),
         report.wall_ms,
         report.cases_per_s,
         report.jobs,

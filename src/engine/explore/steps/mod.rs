@@ -136,6 +136,20 @@ impl<'a> Steps<'a> {
         format!("{:02}-{prefix}{what}", self.started)
     }
 
+    /// Start a role of this case in the background, its files named `name`, under the
+    /// reaper (killed should the case end early).
+    fn spawn(&mut self, name: &str, argv: &[String]) -> Result<process::Started> {
+        let started = process::spawn(
+            self.env.exe,
+            argv,
+            self.work,
+            &self.case_dir.join(format!("{name}.stdout.txt")),
+            &self.case_dir.join(format!("{name}.stderr.txt")),
+        )?;
+        self.reaper.0.push(started.pid);
+        Ok(started)
+    }
+
     fn events_path(&self, name: &str) -> PathBuf {
         self.case_dir.join(format!("{name}.events.jsonl"))
     }
@@ -182,14 +196,7 @@ impl<'a> Steps<'a> {
     /// An armed step whose nemesis leaves the killing to the engine (a hang): killed as soon
     /// as it reports its crash, instead of at the step timeout.
     fn run_until_crash(&mut self, name: &str, argv: &[String]) -> Result<Ended> {
-        let started = process::spawn(
-            self.env.exe,
-            argv,
-            self.work,
-            &self.case_dir.join(format!("{name}.stdout.txt")),
-            &self.case_dir.join(format!("{name}.stderr.txt")),
-        )?;
-        self.reaper.0.push(started.pid);
+        let started = self.spawn(name, argv)?;
         let rounds = self.env.timeout.as_millis() / READY_POLL.as_millis() + 1;
         let mut ended = None;
         for _ in 0..rounds {
@@ -218,14 +225,7 @@ impl<'a> Steps<'a> {
         let role = argv.first().cloned().unwrap_or_default();
         let name = self.name(&role, what);
         let (argv, armed) = self.arm(argv);
-        let started = process::spawn(
-            self.env.exe,
-            &argv,
-            self.work,
-            &self.case_dir.join(format!("{name}.stdout.txt")),
-            &self.case_dir.join(format!("{name}.stderr.txt")),
-        )?;
-        self.reaper.0.push(started.pid);
+        let started = self.spawn(&name, &argv)?;
         let rounds = self.env.timeout.as_millis() / READY_POLL.as_millis() + 1;
         for _ in 0..rounds {
             // Interrupted: the reaper kills the child on the way out.

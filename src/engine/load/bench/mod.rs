@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 
-use crate::engine::load::chaos::{range, CONSUMERS_MAX};
+use crate::engine::load::chaos::range;
 use crate::engine::load::pipeline::{self, Plan, LOGS};
 use crate::engine::load::profile::{LoadProfile, Shape};
 use crate::engine::load::progress::Progress;
@@ -44,13 +44,7 @@ const SEED: u64 = 1;
 const CHILD_TIMEOUT: Duration = Duration::from_secs(300);
 
 fn validate(profile: &dyn LoadProfile, o: &Options) -> Result<()> {
-    range(
-        "--messages",
-        o.messages as u64,
-        1,
-        profile.messages_max() as u64,
-    )?;
-    range("--consumers", o.consumers as u64, 1, CONSUMERS_MAX as u64)?;
+    super::validate_shape(profile, o.messages, o.consumers)?;
     range("--runs", o.runs as u64, 1, RUNS_MAX as u64)?;
     Ok(())
 }

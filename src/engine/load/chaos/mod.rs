@@ -68,13 +68,7 @@ pub fn range(what: &str, v: u64, low: u64, high: u64) -> Result<()> {
 }
 
 pub fn validate(profile: &dyn LoadProfile, o: &Options) -> Result<()> {
-    range(
-        "--messages",
-        o.messages as u64,
-        1,
-        profile.messages_max() as u64,
-    )?;
-    range("--consumers", o.consumers as u64, 1, CONSUMERS_MAX as u64)?;
+    super::validate_shape(profile, o.messages, o.consumers)?;
     range("--kills", o.kills as u64, 0, KILLS_MAX as u64)?;
     range("--timeout-ms", o.timeout_ms, 1, TIMEOUT_MS_MAX)?;
     range(
