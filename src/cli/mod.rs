@@ -29,6 +29,32 @@ pub struct Cli {
     pub command: Command,
 }
 
+/// How a readback role prints and checks what it read.
+#[derive(Args, Debug, Clone)]
+pub struct ReadbackArgs {
+    /// Print the readback JSON as the last line of stdout
+    #[arg(long)]
+    pub json: bool,
+    /// Compare with a stage of this role's lab and exit 1 with a diff on mismatch
+    #[arg(long, value_name = "STAGE")]
+    pub expect: Option<String>,
+}
+
+/// Where a client finds lab 13's receiver: a port, or the file the receiver wrote it to.
+#[derive(Args, Debug, Clone)]
+pub struct PeerArgs {
+    /// The receiver's port on 127.0.0.1 (or --port-file)
+    #[arg(
+        long,
+        conflicts_with = "port_file",
+        required_unless_present = "port_file"
+    )]
+    pub port: Option<u16>,
+    /// Read the receiver's port from this file (its --port-file)
+    #[arg(long, value_name = "FILE")]
+    pub port_file: Option<PathBuf>,
+}
+
 /// Where a phase may be stopped.
 #[derive(Args, Debug, Clone)]
 pub struct CrashArgs {
@@ -139,12 +165,8 @@ pub enum Command {
         /// The receiver database (a missing file reads as empty and is named in `absent`)
         #[arg(long, value_name = "FILE")]
         receiver: PathBuf,
-        /// Print the readback JSON as the last line of stdout
-        #[arg(long)]
-        json: bool,
-        /// Compare with a stage of lab 14 and exit 1 with a diff on mismatch
-        #[arg(long, value_name = "STAGE")]
-        expect: Option<String>,
+        #[command(flatten)]
+        output: ReadbackArgs,
     },
     /// Lab 13: record an intent (stable key + body) in one commit
     Intent {
@@ -200,16 +222,8 @@ pub enum Command {
         /// The history database, the dispatcher's local log; created when missing
         #[arg(long, value_name = "FILE")]
         history: PathBuf,
-        /// The receiver's port on 127.0.0.1 (or --port-file)
-        #[arg(
-            long,
-            conflicts_with = "port_file",
-            required_unless_present = "port_file"
-        )]
-        port: Option<u16>,
-        /// Read the receiver's port from this file (its --port-file)
-        #[arg(long, value_name = "FILE")]
-        port_file: Option<PathBuf>,
+        #[command(flatten)]
+        peer: PeerArgs,
         /// The lock file (default: dispatcher.lock beside the intents file)
         #[arg(long, value_name = "FILE")]
         lock: Option<PathBuf>,
@@ -239,25 +253,13 @@ pub enum Command {
         /// The receiver database (a missing file reads as empty and is named in `absent`)
         #[arg(long, value_name = "FILE")]
         receiver: PathBuf,
-        /// Print the readback JSON as the last line of stdout
-        #[arg(long)]
-        json: bool,
-        /// Compare with a stage of lab 13 and exit 1 with a diff on mismatch
-        #[arg(long, value_name = "STAGE")]
-        expect: Option<String>,
+        #[command(flatten)]
+        output: ReadbackArgs,
     },
     /// Lab 13: one raw request to the receiver; prints STATUS, the replay header, the body
     DispatchPost {
-        /// The receiver's port on 127.0.0.1 (or --port-file)
-        #[arg(
-            long,
-            conflicts_with = "port_file",
-            required_unless_present = "port_file"
-        )]
-        port: Option<u16>,
-        /// Read the receiver's port from this file (its --port-file)
-        #[arg(long, value_name = "FILE")]
-        port_file: Option<PathBuf>,
+        #[command(flatten)]
+        peer: PeerArgs,
         /// Sent as Idempotency-Key, unchecked (the receiver judges it)
         #[arg(long)]
         key: Option<String>,
@@ -309,36 +311,8 @@ pub enum Command {
     Chaos {
         /// The lab, by number or name; it must have a load profile
         lab: String,
-        /// Business items to carry end to end (lab 14: contracts, one message each)
-        #[arg(long, default_value_t = 1_000)]
-        messages: usize,
-        /// Parallel workers of the last stage (lab 14: consumers)
-        #[arg(long, default_value_t = 2)]
-        consumers: usize,
-        /// SIGKILLs to send, at moments and to processes drawn from the seed
-        #[arg(long, default_value_t = 20)]
-        kills: usize,
-        /// Seed of the items' values, the kill moments and the victims: the same seed replays the run
-        #[arg(long, default_value_t = 1)]
-        seed: u64,
-        /// Rows per transaction for the sender, the publisher and the consumers
-        #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..=10_000))]
-        batch: u32,
-        /// Consumer lease: a claim whose holder is gone is taken over after this
-        #[arg(long, default_value_t = 5_000, value_parser = clap::value_parser!(i64).range(1..=86_400_000))]
-        lease_ms: i64,
-        /// A process running longer than this is killed and fails the run
-        #[arg(long, default_value_t = 60_000)]
-        process_timeout_ms: u64,
-        /// The whole run, recovery included
-        #[arg(long, default_value_t = 600_000)]
-        timeout_ms: u64,
-        /// Print the report as one JSON document on stdout (progress stays on stderr)
-        #[arg(long)]
-        json: bool,
-        /// Evidence directory (must not exist): processes.json, chaos.json, logs/, db/
-        #[arg(long, value_name = "DIR")]
-        out: Option<PathBuf>,
+        #[command(flatten)]
+        options: crate::engine::load::chaos::Options,
     },
     /// A lab's costs: per-phase process cost, stage throughput, end to end, plain-insert ceiling
     Bench {

@@ -25,34 +25,9 @@ impl Command {
     /// A `crashlab chaos …` command as the lab it names and the options it runs with; the one
     /// conversion both the command and the audit of its evidence use.
     pub fn into_chaos(self) -> Option<(String, crate::engine::load::chaos::Options)> {
-        let Command::Chaos {
-            lab,
-            messages,
-            consumers,
-            kills,
-            seed,
-            batch,
-            lease_ms,
-            process_timeout_ms,
-            timeout_ms,
-            json,
-            out,
-        } = self
-        else {
-            return None;
-        };
-        let options = crate::engine::load::chaos::Options {
-            messages,
-            consumers,
-            kills,
-            seed,
-            batch,
-            lease_ms,
-            process_timeout_ms,
-            timeout_ms,
-            json,
-            out,
-        };
-        Some((lab, options))
+        match self {
+            Command::Chaos { lab, options } => Some((lab, options)),
+            _ => None,
+        }
     }
 }

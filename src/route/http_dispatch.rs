@@ -48,8 +48,7 @@ pub fn run(command: Command) -> Result<i32> {
             intents,
             receipts,
             history,
-            port,
-            port_file,
+            peer,
             lock,
             lock_wait_ms,
             timeout_ms,
@@ -58,7 +57,7 @@ pub fn run(command: Command) -> Result<i32> {
         } => {
             arm(&crash, "dispatcher", dispatch_points)?;
             let lock = lock.unwrap_or_else(|| http_dispatch::dispatcher::default_lock(&intents));
-            let port = http_dispatch::model::resolve_port(port, port_file.as_deref())?;
+            let port = http_dispatch::model::resolve_port(peer.port, peer.port_file.as_deref())?;
             http_dispatch::dispatcher::run(&http_dispatch::dispatcher::Options {
                 intents: &intents,
                 receipts: &receipts,
@@ -76,11 +75,10 @@ pub fn run(command: Command) -> Result<i32> {
             receipts,
             history,
             receiver,
-            json,
-            expect,
+            output,
         } => {
             let stage = expected_stage(
-                expect.as_deref(),
+                output.expect.as_deref(),
                 crate::labs::http_dispatch::lab::LAB.stages,
             )?;
             let state = http_dispatch::readback::read(&http_dispatch::readback::Paths {
@@ -93,18 +91,17 @@ pub fn run(command: Command) -> Result<i32> {
                     state.receiver.effects, state.receipts.receipts, state.history.history,
                     state.intents.intents, state.intents.undelivered, state.intents.unknown,
                     state.intents.attempts);
-            readback_out(json, &state, &line, stage)
+            readback_out(output.json, &state, &line, stage)
         }
         Command::DispatchPost {
-            port,
-            port_file,
+            peer,
             key,
             body,
             body_bytes,
             get_effect,
             timeout_ms,
         } => {
-            let port = http_dispatch::model::resolve_port(port, port_file.as_deref())?;
+            let port = http_dispatch::model::resolve_port(peer.port, peer.port_file.as_deref())?;
             let body = match body_bytes {
                 Some(n) => "x".repeat(n as usize),
                 None => body,

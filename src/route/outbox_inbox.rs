@@ -113,11 +113,10 @@ pub fn run(command: Command) -> Result<i32> {
             sender,
             queue,
             receiver,
-            json,
-            expect,
+            output,
         } => {
             let stage = expected_stage(
-                expect.as_deref(),
+                output.expect.as_deref(),
                 crate::labs::outbox_inbox::lab::LAB.stages,
             )?;
             let state = readback::read(
@@ -132,7 +131,7 @@ pub fn run(command: Command) -> Result<i32> {
                     state.sender.contracts, state.sender.outbox_pending, state.sender.outbox_sent,
                     state.queue.deliveries, state.queue.messages, state.queue.pending, state.queue.acked,
                     state.queue.rejected, state.receiver.inbox, state.receiver.ledger);
-            readback_out(json, &state, &line, stage)
+            readback_out(output.json, &state, &line, stage)
         }
         _ => unreachable!("routed here only for this lab's roles"),
     }

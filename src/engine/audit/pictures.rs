@@ -27,30 +27,14 @@ pub(super) fn check(
         return paths;
     }
     // As model::load reads a run, from the audit's snapshot of DIR (never through a link).
-    let outputs = processes
-        .processes
-        .iter()
-        .map(|p| {
-            let read = |rel: &str| {
-                tree.get(rel).map(|b| {
-                    let cut = b.len() as u64 > model::OUTPUT_BYTES_MAX;
-                    let kept = &b[..b.len().min(model::OUTPUT_BYTES_MAX as usize)];
-                    (String::from_utf8_lossy(kept).into_owned(), cut)
-                })
-            };
-            let (stdout, stderr) = (read(&p.stdout), read(&p.stderr));
-            let events = read(&model::events_rel(&p.stdout));
-            let (said, unread) = model::parse_events(events.as_ref().map(|e| e.0.as_str()));
-            let mut out = model::parse_output(
-                stdout.as_ref().map_or("", |s| s.0.as_str()),
-                stderr.as_ref().map_or("", |s| s.0.as_str()),
-                &said,
-            );
-            out.incomplete |= stdout.is_none_or(|s| s.1) || stderr.is_none_or(|s| s.1);
-            out.incomplete |= unread || events.is_none_or(|e| e.1);
-            out
+    let read = |rel: &str| {
+        tree.get(rel).map(|b| {
+            let cut = b.len() as u64 > model::OUTPUT_BYTES_MAX;
+            let kept = &b[..b.len().min(model::OUTPUT_BYTES_MAX as usize)];
+            (String::from_utf8_lossy(kept).into_owned(), cut)
         })
-        .collect();
+    };
+    let outputs = model::outputs_of(processes, read);
     let ev = model::Evidence {
         processes: processes.clone(),
         results: results.clone(),

@@ -9,7 +9,7 @@ mod wait;
 
 pub use ready::await_event;
 pub use record::Step;
-pub use spawn::{events_file, spawn, spawn_run, spawn_with, Started};
+pub use spawn::{events_file, spawn, spawn_with, Started};
 
 use std::path::Path;
 use std::process::Command;

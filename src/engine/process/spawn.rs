@@ -47,18 +47,6 @@ pub fn spawn(
     spawn_with(exe, args, cwd, stdout, stderr, Some(&events_file(stdout)))
 }
 
-/// Spawn a crashlab run that is no role (`audit --rerun` runs a driver): no events file; it
-/// gives each of its own roles theirs.
-pub fn spawn_run(
-    exe: &Path,
-    args: &[String],
-    cwd: &Path,
-    stdout: &Path,
-    stderr: &Path,
-) -> Result<Started> {
-    spawn_with(exe, args, cwd, stdout, stderr, None)
-}
-
 /// As `spawn`, with the events file named (`None`: no events file, and never the file of
 /// the process that spawns it).
 pub fn spawn_with(

@@ -137,6 +137,32 @@ fn read_json<T: DeserializeOwned>(dir: &Path, name: &str) -> Result<T> {
 
 /// A stdout or stderr file of the run, at most `OUTPUT_BYTES_MAX`; `None` when its recorded
 /// path leaves the directory or it cannot be read.
+/// What every process printed and said, read through `read` (a run directory, or the
+/// audit's snapshot of one): `(text, cut short)` per file, None when it cannot be read.
+pub fn outputs_of(
+    processes: &Processes,
+    read: impl Fn(&str) -> Option<(String, bool)>,
+) -> Vec<Output> {
+    processes
+        .processes
+        .iter()
+        .map(|p| {
+            let stdout = read(&p.stdout);
+            let stderr = read(&p.stderr);
+            let events = read(&events_rel(&p.stdout));
+            let (said, unread) = parse_events(events.as_ref().map(|e| e.0.as_str()));
+            let mut out = parse_output(
+                stdout.as_ref().map_or("", |s| s.0.as_str()),
+                stderr.as_ref().map_or("", |s| s.0.as_str()),
+                &said,
+            );
+            out.incomplete |= stdout.is_none_or(|s| s.1) || stderr.is_none_or(|s| s.1);
+            out.incomplete |= unread || events.is_none_or(|e| e.1);
+            out
+        })
+        .collect()
+}
+
 fn read_output(dir: &Path, rel: &str) -> Option<(String, bool)> {
     if !text::linkable(rel) {
         return None;
@@ -164,24 +190,7 @@ pub fn load(dir: &Path) -> Result<Evidence> {
         evidence::RESULTS,
         results.steps.len()
     );
-    let outputs = processes
-        .processes
-        .iter()
-        .map(|p| {
-            let stdout = read_output(dir, &p.stdout);
-            let stderr = read_output(dir, &p.stderr);
-            let events = read_output(dir, &events_rel(&p.stdout));
-            let (said, unread) = parse_events(events.as_ref().map(|e| e.0.as_str()));
-            let mut out = parse_output(
-                stdout.as_ref().map_or("", |s| s.0.as_str()),
-                stderr.as_ref().map_or("", |s| s.0.as_str()),
-                &said,
-            );
-            out.incomplete |= stdout.is_none_or(|s| s.1) || stderr.is_none_or(|s| s.1);
-            out.incomplete |= unread || events.is_none_or(|e| e.1);
-            out
-        })
-        .collect();
+    let outputs = outputs_of(&processes, |rel| read_output(dir, rel));
     Ok(Evidence {
         processes,
         results,

@@ -154,15 +154,8 @@ pub fn recorded(dir: &Path) -> Result<Recorded> {
             known(&args.lab)?;
             (args.out, args.work_dir, RERUN_TIMEOUT_MS)
         }
-        (
-            Kind::Chaos,
-            Command::Chaos {
-                lab,
-                out,
-                timeout_ms,
-                ..
-            },
-        ) => {
+        (Kind::Chaos, Command::Chaos { lab, options }) => {
+            let (out, timeout_ms) = (options.out, options.timeout_ms);
             crate::engine::load::check_lab(&lab)
                 .map_err(|e| fail::usage(format!("{where_}: {}", fail::one_line(&e))))?;
             if out.is_none() {
@@ -277,7 +270,15 @@ pub fn rerun(recorded: &Recorded, dir: &Path) -> Result<Rerun> {
     let exe = std::env::current_exe().context("locating the crashlab binary")?;
     let stdout = temp.path().join("rerun.stdout.txt");
     let stderr = temp.path().join("rerun.stderr.txt");
-    let started = process::spawn_run(&exe, &recorded.command[1..], &cwd, &stdout, &stderr)?;
+    let started = process::spawn_with(
+        &exe,
+        &recorded.command[1..],
+        &cwd,
+        &stdout,
+        &stderr,
+        // A driver is no role: it gives each of its own roles an events file.
+        None,
+    )?;
     let ended = match wait_then_stop(&started, recorded.timeout)? {
         Stopped::Ended(ended) => ended,
         Stopped::Interrupted(signal) => {

@@ -138,9 +138,7 @@ pub trait StateStore: Sync {
         names: &[&str],
         scenario: &str,
         step: &str,
-    ) -> Result<Vec<FileRow>> {
-        self.snapshot(work, names, scenario, step)
-    }
+    ) -> Result<Vec<FileRow>>;
 
     /// The logical digest of store `name`: its content, not its layout, read without
     /// changing anything of it.

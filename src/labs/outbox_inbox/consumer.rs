@@ -16,6 +16,7 @@ use anyhow::Result;
 use super::consumer_queue::{ack_rows, claim_rows};
 use super::consumer_receiver::{apply, decide, decide_known, decide_memory, lookup_many};
 use crate::crash;
+use crate::events::Event;
 use crate::fail;
 use crate::labs::outbox_inbox::model::{busy_wait, now_ms, Payload};
 use crate::labs::outbox_inbox::points;
@@ -132,36 +133,36 @@ pub fn run(options: &Options<'_>) -> Result<Outcome> {
             }
         }
         for (d, decision) in claimed.iter().zip(&decisions) {
-            match decision {
+            let item = d.message.to_string();
+            // What the delivery came to: a line for people (none for an applied one: its
+            // commit line said it), and the event the harness reads.
+            let (line, event) = match decision {
                 Decision::Apply(..) => {
                     outcome.applied += 1;
-                    crate::events::emit(&crate::events::Event::Applied {
-                        item: d.message.to_string(),
-                    });
+                    (None, Event::Applied { item })
                 }
                 Decision::Duplicate => {
                     outcome.duplicates += 1;
-                    out::line(&format!(
-                        "DUPLICATE delivery {} message {}: already in the Inbox, nothing applied",
-                        d.id, d.message
-                    ));
-                    crate::events::emit(&crate::events::Event::Duplicate {
-                        item: d.message.to_string(),
-                    });
+                    let why = "already in the Inbox, nothing applied".to_string();
+                    (Some(("DUPLICATE", why)), Event::Duplicate { item })
                 }
                 Decision::Reject(reason) => {
                     outcome.rejected += 1;
-                    out::line(&format!(
-                        "REJECTED delivery {} message {}: {reason}",
-                        d.id, d.message
-                    ));
-                    crate::events::emit(&crate::events::Event::Rejected {
-                        item: d.message.to_string(),
-                        reason: reason.to_string(),
-                    });
                     first_reject.get_or_insert_with(|| reason.clone());
+                    let event = Event::Rejected {
+                        item,
+                        reason: reason.to_string(),
+                    };
+                    (Some(("REJECTED", reason.to_string())), event)
                 }
+            };
+            if let Some((word, why)) = line {
+                out::line(&format!(
+                    "{word} delivery {} message {}: {why}",
+                    d.id, d.message
+                ));
             }
+            crate::events::emit(&event);
         }
     }
     out::line(&format!(

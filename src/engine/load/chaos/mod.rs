@@ -20,16 +20,38 @@ use crate::engine::Lab;
 use crate::fail;
 pub use report::{run_problems, Report};
 
+/// A chaos run's options, as `crashlab chaos` parses them and its audit reads them back.
+#[derive(clap::Args, Debug, Clone)]
 pub struct Options {
+    /// Business items to carry end to end (lab 14: contracts, one message each)
+    #[arg(long, default_value_t = 1_000)]
     pub messages: usize,
+    /// Parallel workers of the last stage (lab 14: consumers)
+    #[arg(long, default_value_t = 2)]
     pub consumers: usize,
+    /// SIGKILLs to send, at moments and to processes drawn from the seed
+    #[arg(long, default_value_t = 20)]
     pub kills: usize,
+    /// Seed of the items' values, the kill moments and the victims: the same seed replays the run
+    #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// Rows per transaction for the sender, the publisher and the consumers
+    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..=10_000))]
     pub batch: u32,
+    /// Consumer lease: a claim whose holder is gone is taken over after this
+    #[arg(long, default_value_t = 5_000, value_parser = clap::value_parser!(i64).range(1..=86_400_000))]
     pub lease_ms: i64,
+    /// A process running longer than this is killed and fails the run
+    #[arg(long, default_value_t = 60_000)]
     pub process_timeout_ms: u64,
+    /// The whole run, recovery included
+    #[arg(long, default_value_t = 600_000)]
     pub timeout_ms: u64,
+    /// Print the report as one JSON document on stdout (progress stays on stderr)
+    #[arg(long)]
     pub json: bool,
+    /// Evidence directory (must not exist): processes.json, chaos.json, logs/, db/
+    #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
 }
 
