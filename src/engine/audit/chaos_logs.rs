@@ -11,7 +11,7 @@ use super::{Report, KILLS};
 use crate::engine::evidence::{self, Processes};
 use crate::engine::load::chaos::Options;
 use crate::engine::load::kills::{self, Kill, NEMESIS};
-use crate::engine::load::pipeline::{self, Plan, LOGS};
+use crate::engine::load::pipeline::{self, Schedule, LOGS};
 use crate::engine::load::profile::LoadProfile;
 use crate::engine::load::roles::events_rel;
 use crate::engine::nemesis::Nemesis;
@@ -23,7 +23,7 @@ const AMOUNT_PROBLEMS_MAX: usize = 3;
 
 /// The roles a run of `options` starts, by name, with their argv after `crashlab`.
 fn roles(profile: &dyn LoadProfile, options: &Options) -> BTreeMap<String, Vec<String>> {
-    let plan = Plan {
+    let schedule = Schedule {
         shape: options.shape(),
         kill_at: Vec::new(),
         process_timeout: std::time::Duration::from_millis(options.process_timeout_ms),
@@ -32,7 +32,7 @@ fn roles(profile: &dyn LoadProfile, options: &Options) -> BTreeMap<String, Vec<S
         trace: true,
         events: true,
     };
-    pipeline::roles(profile, &plan)
+    pipeline::roles(profile, &schedule)
         .into_iter()
         .map(|role| (role.name, role.argv))
         .collect()

@@ -35,7 +35,7 @@ pub const FAILED_STARTS_MAX: u32 = 5;
 pub const LOGS: &str = "logs";
 
 #[derive(Debug, Clone)]
-pub struct Plan {
+pub struct Schedule {
     pub shape: Shape,
     /// Kill moments, in progress units, ascending.
     pub kill_at: Vec<u64>,
@@ -66,12 +66,18 @@ pub struct Outcome {
 /// A callback for progress: (units done, units total, kills done).
 pub type OnProgress<'a> = &'a mut dyn FnMut(u64, u64, usize);
 
-/// The roles of `plan`, as `profile` gives them, with the run's trace setting.
-pub fn roles(profile: &dyn LoadProfile, plan: &Plan) -> Vec<Role> {
+/// The roles of `schedule`, as `profile` gives them, with the run's trace setting.
+pub fn roles(profile: &dyn LoadProfile, schedule: &Schedule) -> Vec<Role> {
     profile
-        .roles(&plan.shape)
+        .roles(&schedule.shape)
         .into_iter()
-        .map(|spec| Role::new(spec.name, with_trace(&spec.argv, plan.trace), spec.waits_on))
+        .map(|spec| {
+            Role::new(
+                spec.name,
+                with_trace(&spec.argv, schedule.trace),
+                spec.waits_on,
+            )
+        })
         .collect()
 }
 
@@ -82,23 +88,23 @@ pub fn run(
     profile: &dyn LoadProfile,
     work: &Path,
     dir: &Path,
-    plan: &Plan,
+    schedule: &Schedule,
     on_progress: OnProgress<'_>,
 ) -> Result<Outcome> {
-    assert!(plan.shape.messages >= 1 && plan.shape.consumers >= 1);
+    assert!(schedule.shape.messages >= 1 && schedule.shape.consumers >= 1);
     assert!(
-        plan.kill_at.windows(2).all(|w| w[0] <= w[1]),
+        schedule.kill_at.windows(2).all(|w| w[0] <= w[1]),
         "kill moments ascend"
     );
-    let total_units = profile.units(plan.shape.messages);
-    let (_, mut pick) = kills::schedule(plan.shape.seed, total_units, plan.kill_at.len());
-    let mut roles = roles(profile, plan);
-    let watcher = profile.watch(work, &plan.shape)?;
+    let total_units = profile.units(schedule.shape.messages);
+    let (_, mut pick) = kills::schedule(schedule.shape.seed, total_units, schedule.kill_at.len());
+    let mut roles = roles(profile, schedule);
+    let watcher = profile.watch(work, &schedule.shape)?;
     let started = Instant::now();
     let mut outcome = Outcome::default();
     let mut next_kill = 0usize;
     let mut retry_kills = 0usize;
-    let polls_max = plan.deadline.as_millis() / POLL.as_millis().max(1) + 1;
+    let polls_max = schedule.deadline.as_millis() / POLL.as_millis().max(1) + 1;
     let mut quiescent = false;
     for _ in 0..polls_max {
         // 0. SIGINT or SIGTERM: every child killed and reaped, and the run unwinds.
@@ -118,14 +124,14 @@ pub fn run(
                         role,
                         running,
                         ended,
-                        plan,
+                        schedule,
                         dir,
                         &mut outcome,
                         &mut retry_kills,
                     );
                 }
                 None if !running.killed
-                    && running.started.started.elapsed() >= plan.process_timeout =>
+                    && running.started.started.elapsed() >= schedule.process_timeout =>
                 {
                     process::kill(&running.started);
                     role.running.as_mut().expect("running").killed = true;
@@ -151,7 +157,8 @@ pub fn run(
         // 3. Kill at the scheduled moments: a seeded pick among the roles running now. When
         //    several moments have passed since the last poll, each takes another process.
         for _ in 0..roles.len() {
-            let due = next_kill < plan.kill_at.len() && plan.kill_at[next_kill] <= observed.units;
+            let due =
+                next_kill < schedule.kill_at.len() && schedule.kill_at[next_kill] <= observed.units;
             if !due && retry_kills == 0 {
                 break;
             }
@@ -169,7 +176,7 @@ pub fn run(
             running.kill = Some(outcome.kills.len());
             let at_units = if due {
                 next_kill += 1;
-                plan.kill_at[next_kill - 1]
+                schedule.kill_at[next_kill - 1]
             } else {
                 retry_kills -= 1;
                 observed.units
@@ -194,7 +201,7 @@ pub fn run(
                 continue;
             }
             role.restart = false;
-            match spawn(exe, work, dir, role, plan.events) {
+            match spawn(exe, work, dir, role, schedule.events) {
                 Ok(running) => role.running = Some(running),
                 Err(e) if e.downcast_ref::<crate::interrupt::Interrupted>().is_some() => {
                     stop_all(&mut roles);
@@ -217,7 +224,7 @@ pub fn run(
         stop_all(&mut roles);
         return Err(fail::failed(format!(
             "the pipeline did not reach quiescence within {} ms (last progress {} of {} units)",
-            plan.deadline.as_millis(),
+            schedule.deadline.as_millis(),
             outcome.last_units,
             total_units
         )));
@@ -236,7 +243,7 @@ fn reaped(
     role: &mut Role,
     running: Running,
     ended: Ended,
-    plan: &Plan,
+    schedule: &Schedule,
     dir: &Path,
     outcome: &mut Outcome,
     retry_kills: &mut usize,
@@ -244,7 +251,7 @@ fn reaped(
     let (exit, signal) = (ended.exit, ended.signal);
     let timed_out = running.killed
         && running.kill.is_none()
-        && running.started.started.elapsed() >= plan.process_timeout;
+        && running.started.started.elapsed() >= schedule.process_timeout;
     // A kill sent as the process was ending by itself did not land: do it again.
     let missed = running.kill.is_some() && signal != Some(libc::SIGKILL);
     if let (Some(k), true) = (running.kill, missed) {

@@ -20,7 +20,7 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 
 use crate::engine::load::chaos::range;
-use crate::engine::load::pipeline::{self, Plan, LOGS};
+use crate::engine::load::pipeline::{self, Schedule, LOGS};
 use crate::engine::load::profile::{LoadProfile, Shape};
 use crate::engine::load::progress::Progress;
 use crate::engine::load::roles::with_trace;
@@ -237,7 +237,7 @@ fn pass(
     std::fs::create_dir_all(&work)?;
     std::fs::create_dir_all(e2e_dir.path().join(LOGS))?;
     profile.create(&work)?;
-    let plan = Plan {
+    let schedule = Schedule {
         shape,
         kill_at: Vec::new(),
         process_timeout: CHILD_TIMEOUT,
@@ -250,7 +250,7 @@ fn pass(
         profile,
         &work,
         e2e_dir.path(),
-        &plan,
+        &schedule,
         &mut |_, _, _| {},
     )?;
     let e2e_check = profile.check(&work, &shape, &[])?;

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 
 use crate::engine::driver::claim_out;
-use crate::engine::load::pipeline::{self, Outcome, Plan, LOGS};
+use crate::engine::load::pipeline::{self, Outcome, Schedule, LOGS};
 use crate::engine::load::profile::{LoadProfile, Shape, Verdict};
 use crate::engine::load::progress::Progress;
 use crate::engine::load::{kills, lifecycle, roles};
@@ -162,7 +162,7 @@ pub fn run(
     fs::create_dir_all(root.join(LOGS)).context("creating the logs directory")?;
     profile.create(&work)?;
     let (kill_at, _) = kills::schedule(o.seed, profile.units(o.messages), o.kills);
-    let plan = Plan {
+    let schedule = Schedule {
         shape: o.shape(),
         kill_at,
         process_timeout: Duration::from_millis(o.process_timeout_ms),
@@ -173,9 +173,14 @@ pub fn run(
     let started = Instant::now();
     let mut bar = Progress::new("chaos", profile.units(o.messages));
     let kills = o.kills;
-    let outcome = pipeline::run(&exe, profile, &work, &root, &plan, &mut |done, total, k| {
-        bar.update(done, total, &format!("kills {k}/{kills}"))
-    });
+    let outcome = pipeline::run(
+        &exe,
+        profile,
+        &work,
+        &root,
+        &schedule,
+        &mut |done, total, k| bar.update(done, total, &format!("kills {k}/{kills}")),
+    );
     bar.finish();
     // SIGINT or SIGTERM: the pipeline killed and reaped its children; the work directory
     // goes with `temp`, what the run wrote goes here (exit 130).

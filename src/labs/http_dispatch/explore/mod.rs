@@ -28,9 +28,9 @@ pub const INTENTS_OWED: &[(&str, &str)] = &[
 /// A receiver stops by itself after this long, whatever happens to explore.
 const RECEIVER_LIFETIME_MS: u64 = 120_000;
 
-pub struct Plan;
+pub struct Exploration;
 
-pub static PLAN: Plan = Plan;
+pub static PLAN: Exploration = Exploration;
 
 static DESIGNS: [&str; 3] = ["keyed", "unkeyed", "unkeyed-hold"];
 
@@ -108,7 +108,7 @@ fn deliver(name: &str, in_scenario: bool, steps: &mut Steps<'_>) -> Result<()> {
     steps.stop(receiver)
 }
 
-impl ExplorePlan for Plan {
+impl ExplorePlan for Exploration {
     fn design_word(&self) -> &'static str {
         "mode"
     }

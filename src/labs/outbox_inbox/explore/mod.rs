@@ -21,9 +21,9 @@ pub const CONTRACTS: usize = 2;
 /// The seed of the generated amounts.
 pub const SEED: u64 = 1;
 
-pub struct Plan;
+pub struct Exploration;
 
-pub static PLAN: Plan = Plan;
+pub static PLAN: Exploration = Exploration;
 
 /// The variants' names, the correct design first (a unit test holds them to `Variant::ALL`).
 static DESIGNS: [&str; 5] = [
@@ -101,7 +101,7 @@ fn observed(steps: &mut Steps<'_>) -> Result<Observed> {
     Ok(o)
 }
 
-impl ExplorePlan for Plan {
+impl ExplorePlan for Exploration {
     fn design_word(&self) -> &'static str {
         "variant"
     }
