@@ -266,6 +266,33 @@ pub const HANG_SECS_MAX: u64 = 3_600;
 mod tests {
     use super::*;
 
+    static TEST_POINTS: &[PointDef] = &[
+        Point::new("sender.after-commit", "the contract is durable"),
+        Point::new("publisher.after-queue-commit", "the delivery is durable"),
+    ];
+
+    #[test]
+    fn the_parser_takes_a_known_point_of_the_phase_with_a_hit_in_range() {
+        let at = parse("sender.after-commit@3", TEST_POINTS, Some("sender")).unwrap();
+        assert_eq!((at.point, at.hit), ("sender.after-commit", 3));
+        let at = parse("publisher.after-queue-commit", TEST_POINTS, None).unwrap();
+        assert_eq!(at.hit, 1);
+        let err = |spec: &str, phase| parse(spec, TEST_POINTS, phase).unwrap_err().to_string();
+        assert!(
+            err("sender.after-comit", None).contains("unknown crash point 'sender.after-comit'")
+        );
+        // A point of another phase is unknown to this one, and the known ones are listed.
+        let foreign = err("publisher.after-queue-commit", Some("sender"));
+        assert!(
+            foreign.contains("for phase sender; known: sender.after-commit"),
+            "{foreign}"
+        );
+        assert!(err("sender.after-commit@0", None).contains("out of range"));
+        assert!(err("sender.after-commit@1000001", None).contains("out of range"));
+        assert!(err("sender.after-commit@x", None).contains("not a hit number"));
+        assert!(err("sender.after-commit@", None).contains("not a hit number"));
+    }
+
     #[test]
     fn a_spec_names_its_point_and_hit_and_the_not_reached_line_says_both() {
         assert_eq!(

@@ -135,3 +135,66 @@ pub fn utc_stamp() -> String {
         rem % 60
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::registry;
+
+    /// A lab with a crashing step in a scenario of several steps (any registered lab will do:
+    /// the tests take its names from its own definition).
+    fn lab_and_crash() -> (&'static Lab, Vec<Scenario>, String, String) {
+        let lab = registry::labs()[0];
+        let scenarios = (lab.scenarios)();
+        let step = scenarios
+            .iter()
+            .flat_map(|s| &s.steps)
+            .find(|s| s.crash.is_some())
+            .expect("a lab has a crashing step");
+        let other = lab
+            .points
+            .iter()
+            .find(|p| p.phase() == step.phase && Some(p.name) != step.crash_point())
+            .expect("the phase has another point")
+            .name;
+        let name = step.name.clone();
+        (lab, scenarios, name, other.to_string())
+    }
+
+    #[test]
+    fn a_move_sets_the_step_s_point_and_none_makes_it_run_to_its_end() {
+        let (lab, mut scenarios, step, other) = lab_and_crash();
+        apply_moves(lab, &mut scenarios, &[format!("{step}={other}@2")]).unwrap();
+        let moved = scenarios
+            .iter()
+            .flat_map(|s| &s.steps)
+            .find(|s| s.name == step);
+        assert_eq!(
+            moved.unwrap().crash.as_deref(),
+            Some(format!("{other}@2").as_str())
+        );
+        apply_moves(lab, &mut scenarios, &[format!("{step}=none")]).unwrap();
+        let moved = scenarios
+            .iter()
+            .flat_map(|s| &s.steps)
+            .find(|s| s.name == step);
+        assert_eq!(moved.unwrap().crash, None);
+        assert_eq!(moved.unwrap().expected_exit, fail::EXIT_OK);
+    }
+
+    #[test]
+    fn a_bad_move_is_a_usage_error_naming_it() {
+        let (lab, mut scenarios, step, _) = lab_and_crash();
+        let err = |spec: &str, scenarios: &mut Vec<Scenario>| {
+            apply_moves(lab, scenarios, &[spec.to_string()])
+                .unwrap_err()
+                .to_string()
+        };
+        assert!(err("no-equals", &mut scenarios).contains("expected STEP=POINT[@N]"));
+        assert!(err("no-such-step=x.y", &mut scenarios).contains("has no step 'no-such-step'"));
+        let unknown = err(&format!("{step}=nowhere.at-all"), &mut scenarios);
+        assert!(unknown.contains("unknown crash point"), "{unknown}");
+        // Nothing was changed by the refused moves.
+        assert_eq!(scenarios.len(), (lab.scenarios)().len());
+    }
+}
