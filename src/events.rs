@@ -93,7 +93,7 @@ pub fn emit(event: &Event) {
     let mut line = serde_json::to_vec(event).expect("an event always serialises");
     line.push(b'\n');
     if let Err(error) = file.write_all(&line) {
-        crate::out::write_failed(&error);
+        crate::out::write_failed_to("the events file", &error);
     }
 }
 

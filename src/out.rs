@@ -56,12 +56,18 @@ impl Ending {
 
 /// End the process after a failed write of stdout (see the module's comment).
 pub fn write_failed(error: &std::io::Error) -> ! {
+    write_failed_to("stdout", error)
+}
+
+/// End the process after a failed write of `what` (stdout, or the events file): the line
+/// names the stream that failed, so a full events file is not blamed on stdout.
+pub fn write_failed_to(what: &str, error: &std::io::Error) -> ! {
     let ending = Ending::of(error.kind());
     if ending == Ending::Failed {
         // stderr may be gone as well; there is nobody left to tell then.
         let _ = writeln!(
             std::io::stderr(),
-            "crashlab: writing stdout failed: {error}; what this process printed is incomplete"
+            "crashlab: writing {what} failed: {error}; what this process printed is incomplete"
         );
     }
     std::process::exit(ending.exit_code())

@@ -148,7 +148,7 @@ pub fn guide() -> String {
     for name in engine {
         // The about's first clause: the guide is a glance, `--help` has the rest.
         let about = about(&cmd, name);
-        let short = about.split(':').next().unwrap_or("").trim();
+        let short = first_clause(&about);
         text.push_str(&format!("  {name:<width$}  {short}\n"));
     }
     text.push_str("\nStart with:\n");
@@ -161,9 +161,41 @@ pub fn guide() -> String {
     text
 }
 
+/// The part of an about before its first ':', and before an opening parenthesis that the
+/// cut would leave unclosed ("A lab under load (lab 14: …" reads "A lab under load").
+fn first_clause(about: &str) -> &str {
+    let head = about.split(':').next().unwrap_or("");
+    let head = match (head.rfind('('), head.rfind(')')) {
+        (Some(open), close) if close.is_none_or(|close| close < open) => &head[..open],
+        _ => head,
+    };
+    head.trim()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_guide_cuts_no_parenthesis_in_half() {
+        assert_eq!(
+            first_clause("A lab under load (lab 14: sender, publisher), kills"),
+            "A lab under load"
+        );
+        assert_eq!(first_clause("A lab's costs: per-phase"), "A lab's costs");
+        assert_eq!(
+            first_clause("List points (of a lab): all"),
+            "List points (of a lab)"
+        );
+        let guide = guide();
+        for line in guide.lines() {
+            assert_eq!(
+                line.matches('(').count(),
+                line.matches(')').count(),
+                "guide line {line:?}"
+            );
+        }
+    }
 
     #[test]
     fn every_role_a_lab_names_is_a_subcommand() {

@@ -60,6 +60,24 @@ fn a_failed_stdout_write_ends_the_role_with_74() {
     }
 }
 
+#[test]
+fn a_failed_events_write_ends_the_role_with_74_naming_the_events_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(BIN)
+        .args(w(
+            "sender --db sender.db --contract C1 --amount 5 --message M1",
+        ))
+        .current_dir(dir.path())
+        .env("CRASHLAB_EVENTS", "/dev/full")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 74, "{}", stderr(&out));
+    let line = one_line(&out);
+    assert!(line.contains("writing the events file failed"), "{line}");
+}
+
 /// Run with stdout a pipe whose reader is gone before anything is written (`| head -0`).
 /// Run with a stdout whose reading end is closed before the child starts, so its first write
 /// meets EPIPE whatever the timing (closing it after the spawn races a fast command).

@@ -176,12 +176,14 @@ pub(super) fn check_processes(
         }
         // Every line is one a role prints (the replay's list of kinds): a line whose first
         // word was altered would drop out of every check above unseen.
-        let unknown = stdout.lines().enumerate().find(|(_, l)| {
-            let word = l.split(' ').next().unwrap_or("");
-            !(word == "SQL"
-                || word == "COMMITTED"
-                || crate::engine::replay::lines::known(lab, word))
-        });
+        let unknown = whole_lines(&stdout, record.signal == Some(libc::SIGKILL))
+            .enumerate()
+            .find(|(_, l)| {
+                let word = l.split(' ').next().unwrap_or("");
+                !(word == "SQL"
+                    || word == "COMMITTED"
+                    || crate::engine::replay::lines::known(lab, word))
+            });
         if let Some((index, line)) = unknown {
             problems.push((
                 Which::Stdout,
@@ -297,5 +299,35 @@ pub(super) fn check_kills(
         if !k.landed {
             retries_owed += 1;
         }
+    }
+}
+
+/// The lines of a stdout to hold to the list of line kinds. A process killed from outside
+/// may have been cut mid-write: its last line without a newline is dropped, as the replay
+/// drops it (replay/trace.rs), since half a line is no line a role prints.
+fn whole_lines(stdout: &str, killed: bool) -> impl Iterator<Item = &str> {
+    let text = if killed && !stdout.ends_with('\n') {
+        stdout.rfind('\n').map_or("", |end| &stdout[..=end])
+    } else {
+        stdout
+    };
+    text.lines()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::whole_lines;
+
+    #[test]
+    fn a_killed_process_cut_mid_line_keeps_only_its_whole_lines() {
+        let cut = "POINT a\nCOMMITTED x y\nS";
+        assert_eq!(
+            whole_lines(cut, true).collect::<Vec<_>>(),
+            ["POINT a", "COMMITTED x y"]
+        );
+        assert_eq!(whole_lines("S", true).count(), 0);
+        // A process that was not killed keeps every line: a torn line there is a finding.
+        assert_eq!(whole_lines(cut, false).last(), Some("S"));
+        assert_eq!(whole_lines("a\nb\n", true).collect::<Vec<_>>(), ["a", "b"]);
     }
 }
