@@ -146,6 +146,32 @@ fn a_zero_byte_file_is_an_empty_database_to_a_reading_role() {
     assert_eq!(state["intents"]["intents"], 0);
     assert_eq!(state["receiver"]["effects"], 0);
     assert_eq!(size(&d.join("intents.db")), 0);
+    // A 0-byte file with frames beside it is no state a role leaves, and SQLite would delete
+    // that WAL on open: reading and writing roles refuse the pair and leave both as they are.
+    fs::write(d.join("sender.db-wal"), vec![7u8; 4096]).unwrap();
+    let sender = [
+        "sender",
+        "--db",
+        "sender.db",
+        "--contract",
+        "R1",
+        "--amount",
+        "25",
+        "--message",
+        "M1",
+    ];
+    for args in [LAB14_VERIFY, &sender[..]] {
+        let refused = crashlab(d, args);
+        assert_eq!(code(&refused), 2, "{args:?}: {}", stdout(&refused));
+        assert!(
+            stderr(&refused).contains("is 0 bytes with a non-empty sender.db-wal beside it"),
+            "{}",
+            stderr(&refused)
+        );
+        assert_eq!(size(&d.join("sender.db")), 0);
+        assert_eq!(fs::read(d.join("sender.db-wal")).unwrap(), vec![7u8; 4096]);
+    }
+    fs::remove_file(d.join("sender.db-wal")).unwrap();
     // A file with one byte in it is judged by its contents: not a database.
     fs::write(d.join("sender.db"), b"x").unwrap();
     let refused = crashlab(d, LAB14_VERIFY);

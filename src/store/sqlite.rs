@@ -71,6 +71,15 @@ pub fn open_traced(
             schema.db
         )));
     }
+    // A 0-byte file with frames beside it is no state a role leaves (a WAL exists only once
+    // the file has its header), and SQLite would delete that WAL on open: refused, both
+    // files left as they are.
+    if exists && is_empty_file(path) && wal_len(path) > 0 {
+        return Err(fail::usage(format!(
+            "{} database {shown} is 0 bytes with a non-empty {shown}-wal beside it; refused, both left as they are",
+            schema.db
+        )));
+    }
     let flags = match access {
         Access::Read => OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
         Access::Write => OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
@@ -146,14 +155,17 @@ pub fn open_traced(
     })
 }
 
-/// A file of 0 bytes with no write-ahead log beside it that holds anything: a database that
-/// was created and never written (see the module's comment). A `-wal` with frames in it
-/// holds pages of the file, so that file is read as SQLite reads it.
+/// A file of 0 bytes: a database that was created and never written (see the module's
+/// comment). `open_traced` refuses one with a non-empty `-wal` beside it before this counts.
 pub fn is_empty_file(path: &Path) -> bool {
-    let len = |p: &Path| std::fs::metadata(p).map(|m| m.len()).ok();
+    std::fs::metadata(path).is_ok_and(|m| m.len() == 0)
+}
+
+/// The size of the `-wal` beside `path` (0 when there is none).
+fn wal_len(path: &Path) -> u64 {
     let mut wal = path.as_os_str().to_owned();
     wal.push("-wal");
-    len(path) == Some(0) && len(Path::new(&wal)).unwrap_or(0) == 0
+    std::fs::metadata(Path::new(&wal)).map_or(0, |m| m.len())
 }
 
 /// What a reading role sees of an empty file: an in-memory database holding `schema` and no
