@@ -10,16 +10,7 @@ use std::time::{Duration, Instant};
 
 use common::{code, crashlab, readback, stderr, stdout};
 
-const LAB14_VERIFY: &[&str] = &[
-    "verify",
-    "--sender",
-    "sender.db",
-    "--queue",
-    "queue.db",
-    "--receiver",
-    "receiver.db",
-    "--json",
-];
+const LAB14_VERIFY: &[&str] = common::VERIFY_14;
 
 const LAB13_VERIFY: &[&str] = &[
     "dispatch-verify",

@@ -52,20 +52,20 @@ pub fn readback(output: &Output) -> serde_json::Value {
     serde_json::from_str(line).expect("readback JSON parses")
 }
 
+/// Lab 14's readback of the contract's three files, as JSON.
+pub const VERIFY_14: &[&str] = &[
+    "verify",
+    "--sender",
+    "sender.db",
+    "--queue",
+    "queue.db",
+    "--receiver",
+    "receiver.db",
+    "--json",
+];
+
 pub fn verify(dir: &Path) -> serde_json::Value {
-    let output = crashlab(
-        dir,
-        &[
-            "verify",
-            "--sender",
-            "sender.db",
-            "--queue",
-            "queue.db",
-            "--receiver",
-            "receiver.db",
-            "--json",
-        ],
-    );
+    let output = crashlab(dir, VERIFY_14);
     assert_eq!(code(&output), 0, "verify failed: {}", stderr(&output));
     readback(&output)
 }

@@ -198,13 +198,8 @@ pub(super) fn check_processes(
             problems.push((Which::Stdout, text));
         }
         for (which, text) in problems {
-            let file = match which {
-                Which::Stdout => out_rel.as_str(),
-                Which::Stderr => err_rel.as_str(),
-                Which::Record => P,
-                // Never given: a chaos run's checks read its roles' stdout.
-                Which::Events => out_rel.as_str(),
-            };
+            // A chaos run's checks read its roles' stdout: none names the events file.
+            let file = which.file(&out_rel, &err_rel, &out_rel);
             report.problem(file, format!("{at}: {text}"));
         }
     }

@@ -336,6 +336,19 @@ pub enum Which {
     Events,
 }
 
+impl Which {
+    /// The evidence file a problem of this kind is reported under, given the process's own
+    /// files (relative to the run directory).
+    pub fn file<'a>(self, stdout: &'a str, stderr: &'a str, events: &'a str) -> &'a str {
+        match self {
+            Which::Stdout => stdout,
+            Which::Stderr => stderr,
+            Which::Record => crate::engine::evidence::PROCESSES,
+            Which::Events => events,
+        }
+    }
+}
+
 /// `PRAGMA synchronous=FULL` → (`synchronous`, `FULL`), for the pinned pragmas only.
 fn pinned_pragma(statement: &str) -> Option<(&'static str, &str)> {
     let rest = statement.trim().strip_prefix("PRAGMA ")?;

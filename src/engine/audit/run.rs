@@ -208,12 +208,7 @@ pub(super) fn check_run(report: &mut Report, tree: &Tree) {
                 .map(|t| (Which::Stdout, t)),
         );
         for (which, text) in problems {
-            let file = match which {
-                Which::Stdout => stdout_rel.as_str(),
-                Which::Stderr => stderr_rel.as_str(),
-                Which::Record => P,
-                Which::Events => events_rel.as_str(),
-            };
+            let file = which.file(&stdout_rel, &stderr_rel, &events_rel);
             report.problem(file, format!("{label}: {text}"));
         }
         // The driver's own checker, on the raw output.
