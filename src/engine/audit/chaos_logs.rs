@@ -162,28 +162,29 @@ pub(super) fn check_processes(
         let (Some(stdout), Some(stderr)) = (stdout, stderr) else {
             continue;
         };
+        // A process killed from outside may have been cut mid-write (a kill can end a long
+        // write at a page boundary): its last line without a newline is no line at all.
+        let whole = whole_text(&stdout, record.signal == Some(libc::SIGKILL));
         let ran = Ran {
             argv: &record.argv,
             exit: record.exit,
             signal: record.signal,
             timed_out: record.timed_out,
-            stdout: &stdout,
+            stdout: whole,
             stderr: &stderr,
         };
         let mut problems = output::check(&ran, lab.points, &processes.pragmas);
-        for text in preparer.check(&stdout) {
+        for text in preparer.check(whole) {
             problems.push((Which::Stdout, text));
         }
         // Every line is one a role prints (the replay's list of kinds): a line whose first
         // word was altered would drop out of every check above unseen.
-        let unknown = whole_lines(&stdout, record.signal == Some(libc::SIGKILL))
-            .enumerate()
-            .find(|(_, l)| {
-                let word = l.split(' ').next().unwrap_or("");
-                !(word == "SQL"
-                    || word == "COMMITTED"
-                    || crate::engine::replay::lines::known(lab, word))
-            });
+        let unknown = whole.lines().enumerate().find(|(_, l)| {
+            let word = l.split(' ').next().unwrap_or("");
+            !(word == "SQL"
+                || word == "COMMITTED"
+                || crate::engine::replay::lines::known(lab, word))
+        });
         if let Some((index, line)) = unknown {
             problems.push((
                 Which::Stdout,
@@ -191,7 +192,7 @@ pub(super) fn check_processes(
             ));
         }
         for text in profile
-            .check_log(&stdout, &options.shape())
+            .check_log(whole, &options.shape())
             .into_iter()
             .take(AMOUNT_PROBLEMS_MAX)
         {
@@ -297,21 +298,39 @@ pub(super) fn check_kills(
     }
 }
 
-/// The lines of a stdout to hold to the list of line kinds. A process killed from outside
-/// may have been cut mid-write: its last line without a newline is dropped, as the replay
-/// drops it (replay/trace.rs), since half a line is no line a role prints.
-fn whole_lines(stdout: &str, killed: bool) -> impl Iterator<Item = &str> {
-    let text = if killed && !stdout.ends_with('\n') {
+/// The part of a stdout to hold to the list of line kinds and to prepare. A process killed
+/// from outside may have been cut mid-write: its last line without a newline is dropped, as
+/// the replay drops it (replay/trace.rs), since half a line is no line a role prints.
+pub(super) fn whole_text(stdout: &str, killed: bool) -> &str {
+    if killed && !stdout.ends_with('\n') {
         stdout.rfind('\n').map_or("", |end| &stdout[..=end])
     } else {
         stdout
-    };
-    text.lines()
+    }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::whole_lines;
+    use super::whole_text;
+    use crate::engine::audit::statements::Preparer;
+
+    fn whole_lines(stdout: &str, killed: bool) -> impl Iterator<Item = &str> {
+        whole_text(stdout, killed).lines()
+    }
+
+    #[test]
+    fn a_statement_cut_by_a_kill_is_not_held_against_the_log() {
+        // What a publisher killed mid-write left: the last statement cut after `'sen`.
+        let stdout = "SQL sender UPDATE outbox SET status = 'sent' WHERE message_id = 'M1'\n\
+                      SQL sender UPDATE outbox SET status = 'sen";
+        let schemas = [&crate::labs::outbox_inbox::schema::SENDER];
+        let mut preparer = Preparer::new(&schemas).unwrap();
+        assert!(preparer.check(whole_text(stdout, true)).is_empty());
+        // The same cut in a process that was not killed is a finding.
+        let problems = preparer.check(whole_text(stdout, false));
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert!(problems[0].starts_with("line 2: "), "{problems:?}");
+    }
 
     #[test]
     fn a_killed_process_cut_mid_line_keeps_only_its_whole_lines() {

@@ -186,7 +186,9 @@ pub(super) fn check_run(report: &mut Report, tree: &Tree) {
             exit: record.exit,
             signal: record.signal,
             timed_out: record.timed_out,
-            stdout: &stdout,
+            // A step killed from outside (a background process at the end, a hung one at its
+            // bound) may have been cut mid-line; half a line is no line it printed.
+            stdout: super::chaos_logs::whole_text(&stdout, record.signal == Some(libc::SIGKILL)),
             stderr: &stderr,
         };
         let threaded = crate::engine::replay::threaded(lab, step.phase);
@@ -203,7 +205,7 @@ pub(super) fn check_run(report: &mut Report, tree: &Tree) {
         problems.extend(bound_to_step(&ran, step, crashed));
         problems.extend(
             preparer
-                .check(&stdout)
+                .check(ran.stdout)
                 .into_iter()
                 .map(|t| (Which::Stdout, t)),
         );
