@@ -80,9 +80,11 @@ pub fn parse_amounts(text: &str) -> Result<Amounts, String> {
 
 /// One corrected amount (`poison-replay --amount`), in the queue's range.
 pub fn parse_amount(text: &str) -> Result<i64, String> {
-    match parse_amounts(text)?.as_slice() {
-        [one] => Ok(*one),
-        _ => Err(format!("'{text}' is not one whole number")),
+    match parse_amounts(text).as_deref() {
+        Ok([one]) => Ok(*one),
+        _ => Err(format!(
+            "'{text}' is not one whole number from -{AMOUNT_ABS_MAX} to {AMOUNT_ABS_MAX}"
+        )),
     }
 }
 
