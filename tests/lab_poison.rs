@@ -107,6 +107,23 @@ fn driver_passes_and_its_evidence_audits_also_rerun() {
         "{}",
         stdout(&audit)
     );
+
+    // A consumer's summary that claims a credit it never committed.
+    let log = ev.join("retry-then-skip/consume-recover.stdout.txt");
+    let text = fs::read_to_string(&log).unwrap();
+    assert!(text.contains("CONSUMED applied=2 "), "{text}");
+    fs::write(
+        &log,
+        text.replace("CONSUMED applied=2 ", "CONSUMED applied=3 "),
+    )
+    .unwrap();
+    let audit = crashlab(tmp.path(), &["audit", "ev"]);
+    assert_eq!(code(&audit), 1, "{}", stdout(&audit));
+    assert!(
+        stdout(&audit).contains("but the replay shows applied=2 (credits committed)"),
+        "{}",
+        stdout(&audit)
+    );
 }
 
 #[test]
