@@ -21,7 +21,7 @@ pub const CONSUME_AFTER_ATTEMPT_COMMIT: Point = Point::new(
 );
 pub const CONSUME_BEFORE_PARK_COMMIT: Point = Point::new(
     "poison-consume.before-park-commit",
-    "retry-then-skip: dead letter written, message not yet parked in a commit",
+    "retry-then-skip: dead letter and park written, not committed: both vanish",
 );
 pub const CONSUME_AFTER_PARK_COMMIT: Point = Point::new(
     "poison-consume.after-park-commit",
