@@ -135,4 +135,9 @@ pub trait ExplorePlan: Sync {
     /// Read the files after recovery (`steps.work()`, or the lab's `memo` of them) and judge
     /// them against what the processes said (`steps.records()`).
     fn judge(&self, steps: &Steps<'_>) -> Result<Judgement>;
+    /// Whether `design` breaks without any crash (a stall: its break is no crash window),
+    /// so its run without a crash must break as its predictions say instead of holding.
+    fn breaks_without_crash(&self, _design: &'static str) -> bool {
+        false
+    }
 }
