@@ -28,7 +28,7 @@ pub static LAB: Lab = Lab {
     store: crate::engine::state::SQLITE,
     roles: &[roles::ENQUEUE, roles::CONSUMER, roles::VERIFY],
     load: None,
-    explore: None,
+    explore: Some(&super::explore::PLAN),
     history: super::history::history,
     schemas: &[
         &super::schema::QUEUE,

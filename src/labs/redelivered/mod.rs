@@ -9,6 +9,7 @@
 
 pub mod commands;
 pub mod consumer;
+pub mod explore;
 
 pub mod history;
 pub mod lab;
