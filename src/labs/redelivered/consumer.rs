@@ -42,8 +42,11 @@ pub enum Done {
 const CLAIM_ROUNDS_MAX: u32 = 64;
 
 pub fn run(o: &Options<'_>) -> Result<Done> {
-    check_key(o.consumer).map_err(|e| fail::usage(format!("--consumer: {e}")))?;
+    check_key(o.consumer)
+        .map_err(|e| fail::usage(format!("--consumer is not a valid consumer name: {e}")))?;
     let db = store::open(o.queue, &QUEUE, Access::Write)?;
+    // Before the claim: without a receiver, nothing is claimed and no lease is left behind.
+    let port = resolve_port(None, Some(o.port_file))?;
     let waited_since = std::time::Instant::now();
     let mut claimed = None;
     for _ in 0..CLAIM_ROUNDS_MAX {
@@ -82,7 +85,6 @@ pub fn run(o: &Options<'_>) -> Result<Done> {
     };
     crash::point(points::CONSUMER_AFTER_CLAIM);
     // The side effect: one bounded call, keyed by the message id or not at all.
-    let port = resolve_port(None, Some(o.port_file))?;
     let key = (o.variant == Variant::Keyed).then_some(head.id.as_str());
     let agent = client::agent(o.timeout_ms);
     let reply = match client::post(&agent, port, key, &head.body) {

@@ -16,7 +16,7 @@ use crate::store::{self, Access, Db};
 /// `redeliver-enqueue`: one message, committed; the same id with the same body again is
 /// `ALREADY` (nothing written), with another body a conflict (exit 65).
 pub fn enqueue(path: &Path, id: &str, body: &str) -> Result<()> {
-    check_key(id).map_err(|e| fail::usage(format!("--id: {e}")))?;
+    check_key(id).map_err(|e| fail::usage(format!("--id is not a valid message id: {e}")))?;
     check_body(body)?;
     let db = store::open(path, &QUEUE, Access::WriteCreate)?;
     let shown = path.display().to_string();
