@@ -43,6 +43,7 @@ pub enum Roles {
         /// This consumer's name, [A-Za-z0-9_-]{1,64}
         #[arg(long)]
         consumer: String,
+        /// Keyed: the call carries the message id as Idempotency-Key; unkeyed: no key
         #[arg(long, value_enum)]
         variant: Variant,
         /// How long a claim holds the message before another consumer may take it
