@@ -86,6 +86,21 @@ fn the_driver_shows_one_effect_keyed_and_the_expected_duplicate_unkeyed_and_audi
     assert_eq!(code(&rerun), 0, "{}", stdout(&rerun));
     assert!(stdout(&rerun).contains("rerun PASS"));
     none_left(&m);
+    // The audit holds the PAUSED line to the paused event: a pause moved in stdout fails it.
+    let a_out = tmp
+        .path()
+        .join("ev/keyed-pause-after-call/consumer-a.stdout.txt");
+    std::fs::write(
+        &a_out,
+        a.replace(
+            "PAUSED redeliver-consumer.after-call #1",
+            "PAUSED redeliver-consumer.after-call #2",
+        ),
+    )
+    .unwrap();
+    let audit = crashlab(tmp.path(), &["audit", "ev"]);
+    assert_eq!(code(&audit), 1, "{}", stdout(&audit));
+    assert!(stdout(&audit).contains("'PAUSED redeliver-consumer.after-call #2', but event"));
 }
 
 #[test]

@@ -15,15 +15,13 @@ pub const REPLAY: LabReplay = LabReplay {
         "STOPPED",
         "EXPIRED",
         "RECEIVER",
-        // This lab's roles, and the pause nemesis.
+        // This lab's roles.
         "ALREADY",
         "EMPTY",
         "WAITING",
         "RESPONSE",
         "ACKED",
         "LEASE-LOST",
-        "PAUSED",
-        "RESUMED",
     ],
     claims,
 };
