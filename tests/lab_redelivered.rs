@@ -238,3 +238,44 @@ fn bad_input_is_one_line_with_its_exit_code_and_writes_nothing() {
     let state = common::readback(&v);
     assert_eq!(state["queue"]["deliveries"], 0, "{state}");
 }
+
+#[test]
+fn an_interrupt_while_a_consumer_is_paused_leaves_nothing_behind() {
+    let tmp = tempfile::tempdir().unwrap();
+    let m = mark("interrupt");
+    let mut run = Command::new(common::BIN)
+        .args(["driver", "f3", "--out", "ev"])
+        .current_dir(tmp.path())
+        .env("CRASHLAB_TEST_MARK", &m)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Bounded: the first paused event of any scenario, then SIGINT at once.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let paused = loop {
+        let found = common::files(tmp.path()).into_iter().any(|f| {
+            f.ends_with("consumer-a.events.jsonl")
+                && std::fs::read_to_string(tmp.path().join(&f))
+                    .unwrap_or_default()
+                    .contains(r#""event":"paused""#)
+        });
+        if found || std::time::Instant::now() > deadline || run.try_wait().unwrap().is_some() {
+            break found;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    };
+    assert!(paused, "a consumer paused while the driver ran");
+    // SAFETY: signalling our own child, not reaped yet.
+    unsafe { libc::kill(run.id() as libc::pid_t, libc::SIGINT) };
+    let out = run.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    none_left(&m);
+    assert!(
+        !tmp.path().join("ev").exists(),
+        "no evidence from an interrupted run"
+    );
+}
