@@ -5,6 +5,7 @@
 pub mod http_dispatch;
 pub mod outbox_inbox;
 pub mod poison;
+pub mod redelivered;
 
 use crate::engine::Lab;
 
@@ -12,4 +13,5 @@ pub static LABS: &[&Lab] = &[
     &outbox_inbox::lab::LAB,
     &http_dispatch::lab::LAB,
     &poison::lab::LAB,
+    &redelivered::lab::LAB,
 ];
