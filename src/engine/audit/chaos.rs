@@ -84,7 +84,7 @@ pub(super) fn check_chaos(report: &mut Report, tree: &Tree) {
             ),
         );
     }
-    super::run::pinned_pragmas(report, &processes);
+    super::run::pinned_pragmas(report, &processes, &crate::power::profile::DEFAULT);
     let mut files =
         chaos_logs::check_processes(report, tree, lab, profile, &options, &processes, &kills);
     chaos_logs::check_kills(report, profile, &options, &processes, &kills);
