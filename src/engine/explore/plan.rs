@@ -135,4 +135,9 @@ pub trait ExplorePlan: Sync {
     /// Read the files after recovery (`steps.work()`, or the lab's `memo` of them) and judge
     /// them against what the processes said (`steps.records()`).
     fn judge(&self, steps: &Steps<'_>) -> Result<Judgement>;
+    /// Under power loss, where each store profile under each cut style breaks (variant
+    /// `<profile>/<cut>`); none: every profile is predicted to hold.
+    fn power_predictions(&self) -> &'static [Prediction] {
+        &[]
+    }
 }

@@ -131,6 +131,13 @@ pub fn explore(
         nemesis,
         timeout: run.timeout,
         store: lab.store,
+        power: run.power,
+        profile: crate::power::profile::DEFAULT,
+    };
+    let predictions = if run.power.is_empty() {
+        plan.predictions()
+    } else {
+        plan.power_predictions()
     };
     let bar = progress();
     bar.inc_length(run.designs.len() as u64);
@@ -153,11 +160,7 @@ pub fn explore(
         .zip(&probes)
         .map(|(name, probe)| Design {
             name,
-            predictions: plan
-                .predictions()
-                .iter()
-                .filter(|p| p.variant == *name)
-                .collect(),
+            predictions: predictions.iter().filter(|p| p.variant == *name).collect(),
             probe_hits: &probe.hits,
         })
         .collect();
@@ -178,8 +181,7 @@ pub fn explore(
         hits_max: HITS_MAX,
         variants: run.designs.to_vec(),
         points: run.points.to_vec(),
-        predictions: plan
-            .predictions()
+        predictions: predictions
             .iter()
             .filter(|p| run.designs.contains(&p.variant))
             .copied()
