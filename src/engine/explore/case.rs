@@ -142,7 +142,7 @@ pub fn run(plan: &dyn ExplorePlan, case: &Case, env: &Env<'_>) -> Result<CaseRes
             Ok(true) => rounds = round,
             Ok(false) => break,
             Err(e) if cut && super::power::unreadable(&e) => {
-                unreadable = Some(fail::one_line(&e));
+                unreadable = Some(super::power::relative(&e, work.path()));
                 break;
             }
             Err(e) => return Err(e),
@@ -163,7 +163,7 @@ pub fn run(plan: &dyn ExplorePlan, case: &Case, env: &Env<'_>) -> Result<CaseRes
         None => match plan.judge(&steps) {
             Ok(j) => j,
             Err(e) if cut && super::power::unreadable(&e) => {
-                super::power::unreadable_judgement(fail::one_line(&e))
+                super::power::unreadable_judgement(super::power::relative(&e, work.path()))
             }
             Err(e) => return Err(e),
         },

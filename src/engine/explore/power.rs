@@ -109,6 +109,13 @@ pub fn refused_broken_file(stderr: &str) -> bool {
     first.starts_with("crashlab: ") && BROKEN.iter().any(|w| first.contains(w))
 }
 
+/// The error's line with the case's work directory taken out: the evidence names files as
+/// the roles do, relative to it, and no path of the machine that ran it.
+pub fn relative(e: &anyhow::Error, work: &Path) -> String {
+    let prefix = format!("{}/", work.display());
+    fail::one_line(e).replace(&prefix, "")
+}
+
 /// The judgement of a case whose files the cut left unreadable: every effect and every
 /// acknowledged commit they held counts as lost (no reader can get them back), nothing can
 /// be shown duplicated or pending, and the history holds no operation to check.
