@@ -113,3 +113,83 @@ pub(super) fn check(
     }
     F.to_string()
 }
+
+/// A chaos run's cuts: each follows the kills of one poll (the moments due then and the
+/// roles killed with them), every row of `kills.json` exactly one cut's, in order; each in
+/// the style and seed the command gives, naming only plain files of the work directory.
+pub(super) fn check_chaos(
+    report: &mut Report,
+    tree: &Tree,
+    (style, seed): (Style, u64),
+    kills: &[crate::engine::load::kills::Kill],
+) -> String {
+    let Some(text) = tree.text(report, F) else {
+        return F.to_string();
+    };
+    let lines: Vec<&str> = text.lines().collect();
+    let mut next = 1u64;
+    for (at, line) in lines.iter().enumerate() {
+        let label = format!("line {}", at + 1);
+        let cut: Value = match serde_json::from_str(line) {
+            Ok(v) => v,
+            Err(e) => {
+                report.problem(F, format!("{label}: not JSON: {e}"));
+                continue;
+            }
+        };
+        let rows: Vec<u64> = cut["kills"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_u64)
+            .collect();
+        let want: Vec<u64> = (next..next + rows.len() as u64).collect();
+        if rows.is_empty() || rows != want || kills.get(next as usize - 1).is_some_and(|k| k.cut) {
+            report.problem(
+                F,
+                format!("{label}: follows kills {rows:?}, expected the next kill moment from kill {next}"),
+            );
+        }
+        next += rows.len() as u64;
+        for (key, value) in [
+            ("cut", Value::from(style.name())),
+            ("seed", Value::from(seed)),
+        ] {
+            if cut[key] != value {
+                report.problem(F, format!("{label}: {key} {}, expected {value}", cut[key]));
+            }
+        }
+        for file in cut["files"].as_array().into_iter().flatten() {
+            let path = file["path"].as_str().unwrap_or_default();
+            if !plain(path) {
+                report.problem(
+                    F,
+                    format!(
+                        "{label}: '{path}' is not a file of the work directory the cut may change"
+                    ),
+                );
+            }
+        }
+    }
+    if next as usize != kills.len() + 1 {
+        report.problem(
+            F,
+            format!(
+                "the cuts follow {} kills, kills.json has {}",
+                next - 1,
+                kills.len()
+            ),
+        );
+    }
+    F.to_string()
+}
+
+/// A path a cut may name: relative, plain, not the undo log or its stash.
+fn plain(path: &str) -> bool {
+    !path.is_empty()
+        && !path.starts_with('/')
+        && !path.starts_with("power-undo")
+        && path
+            .split('/')
+            .all(|c| !c.is_empty() && c != "." && c != "..")
+}
