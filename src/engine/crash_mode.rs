@@ -106,7 +106,9 @@ pub fn role_env(
     profile: &power::profile::Profile,
     work_dir: &Path,
 ) -> Vec<(String, String)> {
-    let mut env = nemesis.env(work_dir);
+    // The role runs inside the work directory: it gets the log's path whole.
+    let work_dir = std::path::absolute(work_dir).unwrap_or_else(|_| work_dir.to_path_buf());
+    let mut env = nemesis.env(&work_dir);
     env.extend(profile.env());
     env
 }

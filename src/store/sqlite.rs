@@ -115,6 +115,14 @@ pub fn open_traced(
             .map_err(|e| explain(e, schema.db, &shown))?;
     }
     let empty = check_schema(&conn, schema, &shown)?;
+    if empty && read_only && !has_header(path) {
+        // Bytes that are not even a SQLite header (SQLite reads a file shorter than a page
+        // as holding no pages): no database anyone created, refused as before.
+        return Err(fail::usage(format!(
+            "{} database {shown} has a foreign schema (no SQLite header, no tables); expected a crashlab {} database",
+            schema.db, schema.db
+        )));
+    }
     if empty && read_only {
         // A SQLite file with no tables and no tag holds nothing: a database whose creation
         // never reached the disk (a power cut took its schema). A reader sees it empty, as
@@ -162,6 +170,14 @@ pub fn open_traced(
 /// comment). `open_traced` refuses one with a non-empty `-wal` beside it before this counts.
 pub fn is_empty_file(path: &Path) -> bool {
     std::fs::metadata(path).is_ok_and(|m| m.len() == 0)
+}
+
+/// The file starts with SQLite's 16-byte header string.
+fn has_header(path: &Path) -> bool {
+    let mut head = [0u8; 16];
+    std::fs::File::open(path)
+        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut head))
+        .is_ok_and(|()| &head == b"SQLite format 3\0")
 }
 
 /// The size of the `-wal` beside `path` (0 when there is none).
