@@ -8,7 +8,7 @@ use std::path::Path;
 use anyhow::{Context, Result};
 
 use crate::engine::crash_mode::CUT_SEED_DEFAULT;
-use crate::engine::explore::plan::{ExplorePlan, Judgement};
+use crate::engine::explore::plan::{ExplorePlan, Judgement, Words};
 use crate::engine::explore::steps::PowerDesign;
 use crate::engine::nemesis::power_loss;
 use crate::fail;
@@ -130,6 +130,18 @@ pub fn unreadable_judgement(why: String) -> Judgement {
         allowed: &[],
         problems: vec![format!("the files cannot be read after the cut: {why}")],
     }
+}
+
+/// The lab's words with the verdict lines of a power-loss run: its designs are store
+/// profiles, not the lab's variants.
+pub fn words(lab: &'static Words) -> &'static Words {
+    // One per run: leaking it gives the exporters their `&'static`.
+    Box::leak(Box::new(Words {
+        columns: lab.columns,
+        legend: lab.legend,
+        pass: "PASS: the correct design (default: WAL, FULL) holds at every point under every cut; every other store profile breaks exactly where it predicts",
+        svg_pass: "PASS: default (WAL, FULL) holds under every cut; every store profile breaks exactly where predicted",
+    }))
 }
 
 #[cfg(test)]

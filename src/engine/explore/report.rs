@@ -201,7 +201,11 @@ pub fn explore(
         wall_ms: (wall_s * 1e6).round() / 1000.0,
         cases_per_s: ((cases.len() as f64 / wall_s.max(1e-9)) * 10.0).round() / 10.0,
         cases,
-        words: plan.words(),
+        words: if run.power.is_empty() {
+            plan.words()
+        } else {
+            super::power::words(plan.words())
+        },
     };
     std::fs::write(
         dir.join("explore.json"),
