@@ -386,3 +386,57 @@ fn chaos_under_power_loss_loses_nothing_with_the_correct_design_and_its_audit_pa
         );
     }
 }
+
+#[test]
+fn a_store_profile_is_recorded_with_its_pragmas_and_the_audit_holds_the_run_to_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // A process crash keeps every write: with synchronous=OFF the run still holds.
+    let out = crashlab(
+        d,
+        &[
+            "driver",
+            "14",
+            "--crash-mode",
+            "kill",
+            "--store-profile",
+            "sync-off",
+            "--out",
+            "run",
+        ],
+    );
+    assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
+    let processes = d.join("run").join("processes.json");
+    assert_eq!(json(&processes)["pragmas"]["synchronous"], "off");
+    let audit = crashlab(d, &["audit", "run"]);
+    assert_eq!(code(&audit), 0, "{}", stdout(&audit));
+    // The pinned pragmas recorded as the default's: not what the command's profile pins.
+    let text = fs::read_to_string(&processes).unwrap();
+    fs::write(
+        &processes,
+        text.replace("\"synchronous\": \"off\"", "\"synchronous\": \"full\""),
+    )
+    .unwrap();
+    let audit = crashlab(d, &["audit", "run"]);
+    assert_eq!(code(&audit), 1, "{}", stdout(&audit));
+    assert!(
+        stdout(&audit).contains("every connection pins under store profile sync-off"),
+        "{}",
+        stdout(&audit)
+    );
+    // The same profile under a power cut loses the commit the crashed step acknowledged.
+    let out = crashlab(
+        d,
+        &[
+            "driver",
+            "14",
+            "--crash-mode",
+            "power-loss",
+            "--store-profile",
+            "sync-off",
+            "--out",
+            "cut",
+        ],
+    );
+    assert_eq!(code(&out), 1, "{}", stdout(&out));
+}

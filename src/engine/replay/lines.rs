@@ -148,7 +148,15 @@ fn pinned(name: &str, sql: &str) -> Option<String> {
         trace::classify(sql),
         Kind::Connection | Kind::ForeignKeys(_)
     ));
-    (!value.eq_ignore_ascii_case(want)).then(|| want.to_string())
+    // A store profile pins its own journal mode and synchronous setting; which one this run
+    // pinned is the audit's to check (each traced pragma against processes.json's, those
+    // against the profile the recorded command names).
+    let profiled = crate::power::profile::PROFILES.iter().any(|p| {
+        p.pragmas()
+            .iter()
+            .any(|(n, v)| *n == name && value.eq_ignore_ascii_case(v))
+    });
+    (!value.eq_ignore_ascii_case(want) && !profiled).then(|| want.to_string())
 }
 
 #[cfg(test)]
