@@ -159,6 +159,19 @@ fn bad_power_loss_input_is_one_line_exit_2_and_leaves_nothing() {
             &["chaos", "14", "--crash-mode", "abort", "--out", "x"],
             "chaos --crash-mode abort",
         ),
+        (
+            &[
+                "chaos",
+                "14",
+                "--crash-mode",
+                "power-loss",
+                "--store-profile",
+                "journal-delete",
+                "--out",
+                "x",
+            ],
+            "a rollback journal cannot be pinned",
+        ),
     ];
     for (args, what) in cases {
         refused(&crashlab(d, args), what);

@@ -143,7 +143,15 @@ pub fn validate(profile: &dyn LoadProfile, o: &Options) -> Result<()> {
             "--cut is for --crash-mode power-loss only (chaos's default is a SIGKILL)",
         ));
     }
-    o.power.profile()?;
+    let store = o.power.profile()?;
+    // Chaos watches the files while the roles run, holding them open in WAL mode: a role
+    // cannot leave WAL then (it needs the file alone), and would wait on its lock forever.
+    if store.journal_mode != "wal" {
+        return Err(fail::usage(format!(
+            "--store-profile {}: chaos keeps the databases open in WAL mode while its roles run, so a rollback journal cannot be pinned; run it under driver or explore",
+            store.name
+        )));
+    }
     Ok(())
 }
 
