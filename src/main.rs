@@ -19,17 +19,22 @@ fn main() {
     let parser = if may_show_help() {
         cli::command()
     } else {
-        <cli::Cli as clap::CommandFactory>::command()
+        cli::parser()
     };
-    let parsed = parser
-        .try_get_matches()
-        .and_then(|matches| Ok((cli::Cli::from_arg_matches(&matches)?, matches)));
-    let (cli, matches) = match parsed {
-        Ok(parsed) => parsed,
+    let matches = match parser.try_get_matches() {
+        Ok(matches) => matches,
         Err(error) => usage_error(error),
     };
+    // A lab's role runs through its lab; every other subcommand is the engine's.
+    let what = match cli::role_lab(&matches) {
+        Some(lab) => What::Role(lab),
+        None => match cli::Cli::from_arg_matches(&matches) {
+            Ok(cli) => What::Engine(cli.command),
+            Err(error) => usage_error(error),
+        },
+    };
     let role = matches.subcommand_name().unwrap_or("crashlab").to_string();
-    store::set_trace(!cli.no_trace);
+    store::set_trace(!matches.get_flag("no_trace"));
     if let Err(error) = events::open_from_env() {
         out::warn(&format!("crashlab: {}", fail::one_line(&error)));
         std::process::exit(fail::EXIT_IOERR);
@@ -38,7 +43,11 @@ fn main() {
         role,
         pid: std::process::id(),
     });
-    let code = match route::run(cli.command) {
+    let ran = match what {
+        What::Role(lab) => (lab.cli.run)(&matches),
+        What::Engine(command) => route::run(command),
+    };
+    let code = match ran {
         Ok(fail::EXIT_OK) => match crash::not_reached() {
             None => fail::EXIT_OK,
             Some(missed) => {
@@ -73,6 +82,14 @@ fn main() {
     out::flush();
     events::emit(&Event::End { code });
     std::process::exit(code);
+}
+
+/// What a command line asks to run.
+enum What {
+    /// One of a lab's roles.
+    Role(&'static engine::Lab),
+    /// One of the engine's commands.
+    Engine(cli::Command),
 }
 
 /// Whether this command line may print the top-level help (`-h`, `--help`, `help`, or no

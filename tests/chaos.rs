@@ -74,8 +74,9 @@ fn spawn(dir: &Path, args: &[&str]) -> Running {
     }
 }
 
-/// Wait for a child with a bound; a hung child is killed and fails the test.
-fn finish(mut running: Running, what: &str) -> String {
+/// Wait for a child with a bound; a hung child is killed and fails the test. Its exit code
+/// and stdout.
+fn wait_bounded(mut running: Running, what: &str) -> (Option<i32>, String) {
     let started = Instant::now();
     let status = loop {
         if let Some(status) = running.child.try_wait().expect("try_wait") {
@@ -88,13 +89,25 @@ fn finish(mut running: Running, what: &str) -> String {
         }
         std::thread::sleep(Duration::from_millis(5));
     };
-    assert_eq!(
-        status.code(),
-        Some(0),
-        "{what}: {}",
-        std::fs::read_to_string(&running.stderr).unwrap_or_default()
-    );
-    std::fs::read_to_string(&running.stdout).unwrap()
+    let code = status.code();
+    if code != Some(0) && code != Some(EXIT_BUSY) {
+        panic!(
+            "{what}: exit {code:?}: {}",
+            std::fs::read_to_string(&running.stderr).unwrap_or_default()
+        );
+    }
+    (code, std::fs::read_to_string(&running.stdout).unwrap())
+}
+
+/// A role that found its database locked past its busy timeout exits 75 (EX_TEMPFAIL),
+/// having changed nothing in the transaction it could not begin.
+const EXIT_BUSY: i32 = 75;
+
+/// Wait for a child that must exit 0.
+fn finish(running: Running, what: &str) -> String {
+    let (code, stdout) = wait_bounded(running, what);
+    assert_eq!(code, Some(0), "{what}: exit {code:?}");
+    stdout
 }
 
 fn last_json(stdout: &str) -> Value {
@@ -123,6 +136,16 @@ fn consumed(stdout: &str) -> (u64, u64) {
             .unwrap_or_else(|| panic!("no {name} in {line}"))
     };
     (field("applied="), field("duplicates="))
+}
+
+/// What a consumer's lines say it applied and found duplicate, for one that ended before its
+/// `CONSUMED` summary.
+fn said(stdout: &str) -> (u64, u64) {
+    let count = |prefix: &str| stdout.lines().filter(|l| l.starts_with(prefix)).count() as u64;
+    (
+        count("COMMITTED receiver inbox and ledger "),
+        count("DUPLICATE "),
+    )
 }
 
 fn sql_i64(path: &Path, sql: &str) -> i64 {
@@ -238,21 +261,47 @@ fn consumers_racing_on_one_message_make_exactly_one_effect() {
         })
         .collect();
     let (mut applied, mut duplicates, mut races) = (0, 0, 0);
+    // On a loaded machine one consumer can lose the queue's lock for its whole busy timeout
+    // and exit 75, as chaos counts in `busy_exits`; it is restarted under its own name, as
+    // chaos restarts it, a bounded number of times. Its effects count all the same.
+    let mut restarts_left = 8;
     for (i, child) in children.into_iter().enumerate() {
-        let stdout = finish(child, &format!("consumer c{}", i + 1));
-        let (a, dup) = consumed(&stdout);
-        applied += a;
-        duplicates += dup;
-        races += stdout.lines().filter(|l| l.starts_with("RACE ")).count();
+        let what = format!("consumer c{}", i + 1);
+        let mut running = child;
+        loop {
+            let (code, stdout) = wait_bounded(running, &what);
+            // A busy exit prints no summary: its lines say what it did before it stopped.
+            let (a, dup) = match code {
+                Some(0) => consumed(&stdout),
+                _ => said(&stdout),
+            };
+            applied += a;
+            duplicates += dup;
+            races += stdout.lines().filter(|l| l.starts_with("RACE ")).count();
+            if code == Some(0) {
+                break;
+            }
+            assert!(restarts_left > 0, "{what}: busy again and again");
+            restarts_left -= 1;
+            let id = format!("c{}", i + 1);
+            let how = Consume {
+                consumer_id: Some(&id),
+                batch: 1,
+                ..CONSUME
+            };
+            running = spawn(d, &strs(&words(roles::consumer(&FILES, &how))));
+        }
     }
+    let restarts = 8 - restarts_left;
     eprintln!(
-        "race: {deliveries} deliveries, {consumers} consumers, {races} lost at the Inbox key"
+        "race: {deliveries} deliveries, {consumers} consumers, {races} lost at the Inbox key, {restarts} busy restarts"
     );
     assert_eq!(applied, 1, "exactly one consumer applied the message");
-    assert_eq!(
-        duplicates,
-        deliveries - 1,
-        "every other delivery was a duplicate"
+    // Every other delivery was a duplicate; a consumer that stopped busy between its receiver
+    // commit and its ack sees its own delivery again after its restart, once per restart.
+    assert!(
+        (deliveries - 1..=deliveries - 1 + restarts).contains(&duplicates),
+        "{duplicates} duplicates of {deliveries} deliveries with {restarts} restarts"
     );
     let queue = d.join("queue.db");
     assert_eq!(

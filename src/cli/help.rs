@@ -4,9 +4,6 @@
 //! Both are built from the parser and the lab registry, so a new subcommand or a new lab
 //! shows up in them without an edit here.
 
-use clap::CommandFactory;
-
-use super::Cli;
 use crate::labs::LABS;
 
 /// The engine commands in the order a new user meets them; any other subcommand that is no
@@ -29,7 +26,7 @@ const START: &[(&str, &str)] = &[
 
 /// The parser with its help: engine commands first, then each lab's roles under the lab.
 pub fn command() -> clap::Command {
-    let mut cmd = Cli::command();
+    let mut cmd = super::parser();
     // Built first so clap's own `help` subcommand is there to be listed.
     cmd.build();
     let styles = cmd.get_styles();
@@ -126,7 +123,7 @@ fn about(cmd: &clap::Command, name: &str) -> String {
 /// The guide `crashlab` prints with no arguments: what it is, the labs, the engine commands
 /// and the two commands to start with.
 pub fn guide() -> String {
-    let mut cmd = Cli::command();
+    let mut cmd = super::parser();
     cmd.build();
     let mut text = String::from(
         "crashlab: crash-recovery experiments on real processes and real SQLite files. Each step\n\
@@ -199,8 +196,15 @@ mod tests {
 
     #[test]
     fn every_role_a_lab_names_is_a_subcommand() {
-        let cmd = Cli::command();
+        let cmd = crate::cli::parser();
         for lab in LABS {
+            // What the lab adds to the command line is exactly the roles it names.
+            let bare = clap::Command::new("bare");
+            let added: Vec<String> = (lab.cli.augment)(bare)
+                .get_subcommands()
+                .map(|c| c.get_name().to_string())
+                .collect();
+            assert_eq!(added, lab.roles, "lab {} adds exactly its roles", lab.id);
             assert!(!lab.roles.is_empty(), "lab {} has roles", lab.id);
             for role in lab.roles {
                 assert!(
@@ -214,7 +218,7 @@ mod tests {
 
     #[test]
     fn every_subcommand_is_in_exactly_one_group() {
-        let mut cmd = Cli::command();
+        let mut cmd = crate::cli::parser();
         cmd.build();
         let groups = groups(&cmd);
         for sub in cmd.get_subcommands() {

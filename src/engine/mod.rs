@@ -59,6 +59,18 @@ pub struct Lab {
     /// What the audit's replay needs to know of its roles: which serve on several threads,
     /// which print raw replies, and the checks of their printed claims.
     pub replay: replay::LabReplay,
+    /// Its role subcommands: the lab adds them to the command line and runs the one named.
+    pub cli: RoleCli,
+}
+
+/// A lab's role subcommands (`roles` names them), so a new lab brings its own without an
+/// edit of the engine's command line.
+#[derive(Clone, Copy)]
+pub struct RoleCli {
+    /// Adds the roles to a command line.
+    pub augment: fn(clap::Command) -> clap::Command,
+    /// Runs the role the parsed command line names (its subcommand is one of `roles`).
+    pub run: fn(&clap::ArgMatches) -> anyhow::Result<i32>,
 }
 
 /// Open databases by the argv flag that names their file (`sender`, `queue`, `db`).

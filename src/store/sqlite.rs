@@ -240,9 +240,9 @@ pub fn explain(error: rusqlite::Error, db: &str, shown: &str) -> anyhow::Error {
         Some(ErrorCode::CannotOpen) => {
             fail::usage(format!("{db} database {shown} cannot be opened"))
         }
-        Some(ErrorCode::DatabaseBusy) | Some(ErrorCode::DatabaseLocked) => fail::locked(format!(
-            "{db} database {shown} stayed locked past the {BUSY_TIMEOUT_MS} ms busy timeout"
-        )),
+        Some(ErrorCode::DatabaseBusy) | Some(ErrorCode::DatabaseLocked) => {
+            fail::locked(format!("{db} database {shown} {}", busy_words(&error)))
+        }
         Some(ErrorCode::ReadOnly) => fail::usage(format!("{db} database {shown} is read-only")),
         Some(ErrorCode::DatabaseCorrupt) => fail::usage(format!(
             "{db} database {shown} is corrupt (database disk image is malformed)"
@@ -251,6 +251,23 @@ pub fn explain(error: rusqlite::Error, db: &str, shown: &str) -> anyhow::Error {
             fail::io(format!("{db} database {shown}: {}", sqlite_message(&error)))
         }
         _ => anyhow::anyhow!("{db} database {shown}: {}", sqlite_message(&error)),
+    }
+}
+
+/// What a BUSY means: only a plain BUSY waited out the busy timeout. SQLite answers some at
+/// once, without waiting (a read snapshot gone stale under another writer, a recovery under
+/// way), and saying "past the timeout" there would be false.
+fn busy_words(error: &rusqlite::Error) -> String {
+    const BUSY_RECOVERY: i32 = 261;
+    const BUSY_SNAPSHOT: i32 = 517;
+    let extended = match error {
+        rusqlite::Error::SqliteFailure(e, _) => e.extended_code,
+        _ => 0,
+    };
+    match extended {
+        BUSY_SNAPSHOT => "was written by another process after this one read it (SQLITE_BUSY_SNAPSHOT); nothing was changed".to_string(),
+        BUSY_RECOVERY => "is being recovered by another process (SQLITE_BUSY_RECOVERY)".to_string(),
+        _ => format!("stayed locked past the {BUSY_TIMEOUT_MS} ms busy timeout"),
     }
 }
 

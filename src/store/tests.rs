@@ -112,3 +112,28 @@ fn a_store_of_another_kind_is_refused_as_it_was() {
     );
     assert_eq!(std::fs::read(&path).unwrap(), before, "byte for byte");
 }
+
+#[test]
+fn a_busy_is_worded_as_what_happened() {
+    let busy = |extended_code| {
+        let error = rusqlite::Error::SqliteFailure(
+            rusqlite::ffi::Error {
+                code: rusqlite::ErrorCode::DatabaseBusy,
+                extended_code,
+            },
+            None,
+        );
+        super::explain(error, "queue", "queue.db")
+    };
+    let waited = busy(5);
+    assert_eq!(fail::exit_code(&waited), fail::EXIT_LOCKED);
+    assert!(waited.to_string().contains("past the"), "{waited}");
+    // A stale snapshot is answered at once: no timeout passed.
+    let stale = busy(517);
+    assert_eq!(fail::exit_code(&stale), fail::EXIT_LOCKED);
+    assert!(!stale.to_string().contains("past the"), "{stale}");
+    assert!(
+        stale.to_string().contains("SQLITE_BUSY_SNAPSHOT"),
+        "{stale}"
+    );
+}

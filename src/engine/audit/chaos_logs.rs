@@ -338,7 +338,13 @@ mod tests {
         // What a publisher killed mid-write left: the last statement cut after `'sen`.
         let stdout = "SQL sender UPDATE outbox SET status = 'sent' WHERE message_id = 'M1'\n\
                       SQL sender UPDATE outbox SET status = 'sen";
-        let schemas = [&crate::labs::outbox_inbox::schema::SENDER];
+        static OUTBOX: crate::store::Schema = crate::store::Schema {
+            db: "sender",
+            user_version: 1,
+            tables: &[("outbox", &["message_id", "status"])],
+            ddl: "CREATE TABLE outbox(message_id TEXT PRIMARY KEY, status TEXT NOT NULL);",
+        };
+        let schemas = [&OUTBOX];
         let mut preparer = Preparer::new(&schemas).unwrap();
         assert!(preparer.check(whole_text(stdout, true)).is_empty());
         // The same cut in a process that was not killed is a finding.

@@ -40,6 +40,10 @@ pub static LAB: Lab = Lab {
     ],
     readback: super::readback::replayed,
     replay: super::replay::REPLAY,
+    cli: crate::engine::RoleCli {
+        augment: super::commands::augment,
+        run: super::route::run,
+    },
 };
 
 const BODY: &str = r#"{"amount":25,"to":"R1"}"#;

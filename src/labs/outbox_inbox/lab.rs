@@ -29,6 +29,10 @@ pub static LAB: Lab = Lab {
     ],
     readback: super::readback::replayed,
     replay: super::replay::REPLAY,
+    cli: crate::engine::RoleCli {
+        augment: super::commands::augment,
+        run: super::route::run,
+    },
 };
 
 pub static STAGES: &[Stage] = &[

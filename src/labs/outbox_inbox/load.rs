@@ -227,7 +227,6 @@ impl LoadProfile for OutboxInboxLoad {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::Parser;
 
     const SHAPE: Shape = Shape {
         messages: 30,
@@ -270,7 +269,7 @@ mod tests {
             .chain(LOAD.phases().into_iter().map(|(_, argv)| argv));
         for argv in all {
             let words = std::iter::once("crashlab".to_string()).chain(argv.clone());
-            if let Err(e) = crate::cli::Cli::try_parse_from(words) {
+            if let Err(e) = crate::cli::parser().try_get_matches_from(words) {
                 panic!("{argv:?}: {e}");
             }
         }

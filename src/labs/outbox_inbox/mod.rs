@@ -1,6 +1,7 @@
 //! Lab 14, the system under test: sender, publisher, consumer, a raw enqueue, and the readback.
 //! It knows nothing of the harness beyond `crash::point`.
 
+pub mod commands;
 pub mod consumer;
 pub mod consumer_queue;
 pub mod consumer_receiver;
@@ -18,6 +19,7 @@ pub mod publisher;
 pub mod readback;
 pub mod replay;
 pub mod roles;
+pub mod route;
 pub mod schema;
 pub mod sender;
 pub mod variant;

@@ -2,16 +2,23 @@
 
 use anyhow::Result;
 
-use super::{arm, expected_stage, readback_out};
-use crate::cli::Command;
+use super::commands::Roles;
 use crate::fail;
 use crate::labs::outbox_inbox::{consumer, enqueue, publisher, readback, sender, variant};
 use crate::out;
+use crate::route::role::{arm, expected_stage, readback_out};
 
-pub fn run(command: Command) -> Result<i32> {
+/// Runs the role the command line named (the engine calls this through `Lab::cli`).
+pub fn run(matches: &clap::ArgMatches) -> Result<i32> {
+    let roles = <Roles as clap::FromArgMatches>::from_arg_matches(matches)
+        .map_err(|e| crate::fail::usage(e.to_string()))?;
+    run_role(roles)
+}
+
+fn run_role(command: Roles) -> Result<i32> {
     let points = crate::labs::outbox_inbox::points::POINTS;
     match command {
-        Command::Sender {
+        Roles::Sender {
             db,
             contract,
             amount,
@@ -52,7 +59,7 @@ pub fn run(command: Command) -> Result<i32> {
             ));
             Ok(fail::EXIT_OK)
         }
-        Command::Publisher {
+        Roles::Publisher {
             sender,
             queue,
             batch,
@@ -73,7 +80,7 @@ pub fn run(command: Command) -> Result<i32> {
             ));
             Ok(fail::EXIT_OK)
         }
-        Command::Consumer {
+        Roles::Consumer {
             queue,
             receiver,
             consumer_id,
@@ -97,7 +104,7 @@ pub fn run(command: Command) -> Result<i32> {
             })?;
             Ok(fail::EXIT_OK)
         }
-        Command::Enqueue {
+        Roles::Enqueue {
             queue,
             message,
             contract,
@@ -109,7 +116,7 @@ pub fn run(command: Command) -> Result<i32> {
             out::line(&format!("ENQUEUED delivery {id}"));
             Ok(fail::EXIT_OK)
         }
-        Command::Verify {
+        Roles::Verify {
             sender,
             queue,
             receiver,
@@ -133,6 +140,5 @@ pub fn run(command: Command) -> Result<i32> {
                     state.queue.rejected, state.receiver.inbox, state.receiver.ledger);
             readback_out(output.json, &state, &line, stage)
         }
-        _ => unreachable!("routed here only for this lab's roles"),
     }
 }

@@ -2,15 +2,22 @@
 
 use anyhow::Result;
 
-use super::{arm, expected_stage, readback_out};
-use crate::cli::Command;
+use super::commands::Roles;
 use crate::fail;
 use crate::labs::http_dispatch;
+use crate::route::role::{arm, expected_stage, readback_out};
 
-pub fn run(command: Command) -> Result<i32> {
+/// Runs the role the command line named (the engine calls this through `Lab::cli`).
+pub fn run(matches: &clap::ArgMatches) -> Result<i32> {
+    let roles = <Roles as clap::FromArgMatches>::from_arg_matches(matches)
+        .map_err(|e| crate::fail::usage(e.to_string()))?;
+    run_role(roles)
+}
+
+fn run_role(command: Roles) -> Result<i32> {
     let dispatch_points = crate::labs::http_dispatch::points::POINTS;
     match command {
-        Command::Intent {
+        Roles::Intent {
             intents,
             key,
             body,
@@ -20,7 +27,7 @@ pub fn run(command: Command) -> Result<i32> {
             http_dispatch::intent::run(&intents, &key, &body)?;
             Ok(fail::EXIT_OK)
         }
-        Command::Receiver {
+        Roles::Receiver {
             db,
             mode,
             port,
@@ -44,7 +51,7 @@ pub fn run(command: Command) -> Result<i32> {
             })?;
             Ok(fail::EXIT_OK)
         }
-        Command::Dispatcher {
+        Roles::Dispatcher {
             intents,
             receipts,
             history,
@@ -70,7 +77,7 @@ pub fn run(command: Command) -> Result<i32> {
             })?;
             Ok(fail::EXIT_OK)
         }
-        Command::DispatchVerify {
+        Roles::DispatchVerify {
             intents,
             receipts,
             history,
@@ -93,7 +100,7 @@ pub fn run(command: Command) -> Result<i32> {
                     state.intents.attempts);
             readback_out(output.json, &state, &line, stage)
         }
-        Command::DispatchPost {
+        Roles::DispatchPost {
             peer,
             key,
             body,
@@ -115,6 +122,5 @@ pub fn run(command: Command) -> Result<i32> {
             )?;
             Ok(fail::EXIT_OK)
         }
-        _ => unreachable!("routed here only for this lab's roles"),
     }
 }
