@@ -165,12 +165,16 @@ pub fn point(at: Point) {
         point: name.to_string(),
         hit,
     });
-    let armed = ARMED.lock().unwrap_or_else(|p| p.into_inner());
-    if let Some(armed) = armed.as_ref() {
-        if armed.at.point == name && armed.at.hit == hit {
-            crash(name, hit, armed.mode);
+    {
+        let armed = ARMED.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(armed) = armed.as_ref() {
+            if armed.at.point == name && armed.at.hit == hit {
+                crash(name, hit, armed.mode);
+            }
         }
     }
+    // The pause nemesis (`--pause-at`): the process stops itself here until continued.
+    crate::pause::at(name, hit);
 }
 
 /// An armed point the phase did not reach as often as `@N` asked.

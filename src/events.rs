@@ -58,6 +58,9 @@ pub enum Event {
     Stopped { why: String },
     /// The process ends by itself with this exit code (a crash or a kill has no `end`).
     End { code: i32 },
+    /// The process stops itself (SIGSTOP) at this point and hit, armed with `--pause-at`:
+    /// the pause nemesis. The harness continues it with SIGCONT.
+    Paused { point: String, hit: u32 },
 }
 
 static FILE: Mutex<Option<File>> = Mutex::new(None);

@@ -12,6 +12,7 @@ pub mod fail;
 pub mod interrupt;
 pub mod labs;
 pub mod out;
+pub mod pause;
 pub mod power;
 pub mod rng;
 pub mod route;

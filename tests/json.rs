@@ -176,8 +176,18 @@ fn points_json_is_one_document_with_every_lab_and_point() {
     let dir = tempfile::tempdir().unwrap();
     let all = document(&crashlab(dir.path(), &["points", "--json"]));
     let labs = all.as_array().unwrap();
-    assert_eq!(labs.len(), 2);
+    assert_eq!(labs.len(), crashlab::labs::LABS.len());
     let table = stdout(&crashlab(dir.path(), &["points"]));
+    // One document per lab the table lists (`lab 14 (outbox-inbox):`), in its order; the
+    // two labs of the contract among them.
+    let listed: Vec<String> = table
+        .lines()
+        .filter_map(|l| l.strip_prefix("lab ")?.strip_suffix("):"))
+        .map(|l| l.replacen(" (", "-", 1))
+        .collect();
+    let named: Vec<&str> = labs.iter().map(|l| l["lab"].as_str().unwrap()).collect();
+    assert_eq!(named, listed);
+    assert!(named.starts_with(&["14-outbox-inbox", "13-http-dispatch"]));
     for lab in labs {
         for point in lab["points"].as_array().unwrap() {
             let name = point["name"].as_str().unwrap();

@@ -190,6 +190,68 @@ pub fn power_loss(cut: power::cut::Style, seed: u64) -> &'static dyn Nemesis {
     Box::leak(Box::new(PowerLoss { cut, seed }))
 }
 
+/// A pause, as in Jepsen: the role stops itself (SIGSTOP) at the armed point, the run goes on
+/// without it (its lease expires, another process takes its work), and the engine continues
+/// it (SIGCONT). Unlike a crash, the paused process ends by itself, with its own exit status.
+/// A step is paused by this nemesis as a background step that is ready when `paused`
+/// (`scenario::Ready::Paused`) and stopped with `scenario::Stop::Continue`; it is not one of
+/// `NEMESES`, which name the faults a whole run injects at every armed point.
+pub struct Pause;
+
+pub static PAUSE: Pause = Pause;
+
+/// How long a paused role may take to be reported stopped once it said `paused` (the stop
+/// is its very next system call; only an overloaded machine delays it).
+pub const PAUSE_STOP_WAIT_MS_MAX: u64 = 10_000;
+
+impl Nemesis for Pause {
+    fn name(&self) -> &'static str {
+        "pause"
+    }
+
+    fn arm(&self, point: &str) -> Vec<String> {
+        vec![crate::pause::FLAG.to_string(), point.to_string()]
+    }
+
+    /// Continued, the role finishes its work and exits as it would have.
+    fn expected_exit(&self) -> i32 {
+        fail::EXIT_OK
+    }
+
+    fn crash_line(&self, point: &str) -> String {
+        crate::pause::paused_line(point, 1)
+    }
+}
+
+impl Pause {
+    /// Wait (bounded by `timeout`) until the kernel reports the child stopped, without
+    /// consuming the state: true once it is, false when it exited or the bound passed. The
+    /// child is unreaped, so its pid is still ours.
+    pub fn await_stopped(&self, pid: libc::pid_t, timeout: std::time::Duration) -> Result<bool> {
+        let deadline = std::time::Instant::now() + timeout;
+        loop {
+            crate::interrupt::check()?;
+            use crate::engine::process::waitid_nowait;
+            if waitid_nowait(pid, libc::WSTOPPED | libc::WNOHANG)? {
+                return Ok(true);
+            }
+            if waitid_nowait(pid, libc::WEXITED | libc::WNOHANG)? {
+                return Ok(false);
+            }
+            if std::time::Instant::now() >= deadline {
+                return Ok(false);
+            }
+            std::thread::sleep(std::time::Duration::from_micros(500));
+        }
+    }
+
+    /// Continue a paused child (SIGCONT); one that has ended meanwhile takes it without effect.
+    pub fn resume(&self, pid: libc::pid_t) {
+        // SAFETY: kill has no memory effects; the pid is an unreaped child of ours.
+        unsafe { libc::kill(pid, libc::SIGCONT) };
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -236,5 +298,30 @@ mod tests {
         };
         let e = n.after_crash(&after).unwrap_err();
         assert_eq!(fail::exit_code(&e), fail::EXIT_USAGE);
+    }
+
+    #[test]
+    fn a_pause_is_armed_by_its_flag_and_ends_as_the_role_would() {
+        assert_eq!(PAUSE.name(), "pause");
+        assert_eq!(PAUSE.arm("a.b@2"), ["--pause-at", "a.b@2"]);
+        assert_eq!(PAUSE.expected_exit(), 0);
+        assert!(find("pause").is_err(), "a run-wide crash mode it is not");
+    }
+
+    #[test]
+    fn a_stopped_child_is_seen_stopped_and_continued_to_its_end() {
+        let child = std::process::Command::new("sh")
+            .args(["-c", "kill -STOP $$; exit 7"])
+            .spawn()
+            .unwrap();
+        let pid = child.id() as libc::pid_t;
+        let bound = std::time::Duration::from_millis(PAUSE_STOP_WAIT_MS_MAX);
+        assert!(PAUSE.await_stopped(pid, bound).unwrap());
+        PAUSE.resume(pid);
+        let mut status = 0;
+        // SAFETY: waiting for our own child.
+        assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
+        assert_eq!(libc::WEXITSTATUS(status), 7);
+        drop(child);
     }
 }

@@ -76,6 +76,8 @@ pub enum Stop {
     Term,
     /// Wait for it to end by itself, a bound, then SIGKILL (a client that holds a lock).
     Wait,
+    /// SIGCONT (the pause nemesis's resume), then as `Wait`: a role paused at its point.
+    Continue,
 }
 
 /// The event by which a background process says it is ready for the next step.
@@ -85,6 +87,10 @@ pub enum Ready {
     Listening,
     /// `lock-held`: a process holds its exclusive lock.
     LockHeld,
+    /// `paused`: a role armed with `--pause-at` stopped itself (SIGSTOP) at its point; the
+    /// driver also waits for the kernel to report it stopped, and leaves it stopped (it is
+    /// not frozen and thawed around snapshots) until its `Stop::Continue`.
+    Paused,
 }
 
 impl Ready {
@@ -93,6 +99,7 @@ impl Ready {
         match self {
             Ready::Listening => "ready",
             Ready::LockHeld => "lock-held",
+            Ready::Paused => "paused",
         }
     }
 
@@ -100,7 +107,9 @@ impl Ready {
     pub fn is(self, event: &Event) -> bool {
         matches!(
             (self, event),
-            (Ready::Listening, Event::Ready { .. }) | (Ready::LockHeld, Event::LockHeld { .. })
+            (Ready::Listening, Event::Ready { .. })
+                | (Ready::LockHeld, Event::LockHeld { .. })
+                | (Ready::Paused, Event::Paused { .. })
         )
     }
 }

@@ -4,7 +4,14 @@
 
 pub mod http_dispatch;
 pub mod outbox_inbox;
+pub mod poison;
+pub mod redelivered;
 
 use crate::engine::Lab;
 
-pub static LABS: &[&Lab] = &[&outbox_inbox::lab::LAB, &http_dispatch::lab::LAB];
+pub static LABS: &[&Lab] = &[
+    &outbox_inbox::lab::LAB,
+    &http_dispatch::lab::LAB,
+    &poison::lab::LAB,
+    &redelivered::lab::LAB,
+];

@@ -3,10 +3,10 @@
 //! process, one right after the other, so wherever both speak they must say the same:
 //!
 //! - the first event is `start` with the process's own role, once;
-//! - `POINT`, `COMMITTED`, `CRASH`, `NOT-REACHED`, `READY`, `LOCKED` and `STOPPED` lines are
-//!   its point, commit, crash, not-reached, ready, lock-held and stopped events, one for one,
-//!   in the same order (a threaded role's workers interleave the two writes, so there only
-//!   the same ones);
+//! - `POINT`, `COMMITTED`, `CRASH`, `NOT-REACHED`, `READY`, `LOCKED`, `STOPPED` and `PAUSED`
+//!   lines are its point, commit, crash, not-reached, ready, lock-held, stopped and paused
+//!   events, one for one, in the same order (a threaded role's workers interleave the two
+//!   writes, so there only the same ones);
 //! - a process that crashed has the crash as its last event and no `end`; one that ended by
 //!   itself has `end` last, with the exit code processes.json records; one ended by a signal
 //!   has no `end`;
@@ -36,6 +36,7 @@ const KINDS: &[&str] = &[
     "READY",
     "LOCKED",
     "STOPPED",
+    "PAUSED",
 ];
 
 /// An event as the one line of stdout that goes with it (None: it has no line).
@@ -51,6 +52,7 @@ pub fn as_line(event: &Event) -> Option<String> {
         Event::Ready { port } => format!("READY {port}"),
         Event::LockHeld { lock } => format!("LOCKED {lock}"),
         Event::Stopped { why } => format!("STOPPED ({why})"),
+        Event::Paused { point, hit } => crate::pause::paused_line(point, *hit),
         _ => return None,
     })
 }

@@ -217,6 +217,12 @@ fn execute(
                         |e| ready.is(e),
                         timeout,
                     )? {
+                        // A paused role is ready once the kernel reports it stopped.
+                        Ok(()) if !step::stopped_if_paused(ready, &started, timeout)? => {
+                            let ended = process::stop(&started, false, Duration::from_millis(1))?;
+                            reaper.0.retain(|p| *p != started.pid);
+                            slots[index] = Some(ctx.finish(step, &ended, &mut readbacks));
+                        }
                         Ok(()) => running.push((index, started)),
                         Err(ended) => {
                             let ended = match ended {
@@ -231,7 +237,12 @@ fn execute(
             }
             // Nothing writes a file while it is read: live background steps are stopped
             // for the snapshot and named in its rows (lab/freeze.rs says why).
-            let live: Vec<libc::pid_t> = running.iter().map(|(_, s)| s.pid).collect();
+            // A paused step is stopped already and stays so: it is named, never thawed.
+            let live: Vec<libc::pid_t> = running
+                .iter()
+                .filter(|(i, _)| !step::paused(&scenario.steps[*i]))
+                .map(|(_, s)| s.pid)
+                .collect();
             let frozen_steps: Vec<String> = running
                 .iter()
                 .map(|(i, _)| scenario.steps[*i].name.clone())

@@ -13,7 +13,7 @@ use crate::engine::check::{check, Output};
 use crate::engine::evidence::{Process, StepResult};
 use crate::engine::nemesis::Nemesis;
 use crate::engine::process;
-use crate::engine::scenario::{Expect, Scenario, Step, Stop};
+use crate::engine::scenario::{Expect, Ready, Scenario, Step, Stop};
 use crate::fail;
 
 /// A step that ended with an I/O error (exit 74: a full disk) says nothing about the protocol,
@@ -64,6 +64,9 @@ impl Ctx<'_> {
         timeout: Duration,
     ) -> Result<process::Ended> {
         let term = step.background.is_some_and(|b| b.stop == Stop::Term);
+        if step.background.is_some_and(|b| b.stop == Stop::Continue) {
+            crate::engine::nemesis::PAUSE.resume(started.pid);
+        }
         process::stop(started, term, timeout)
     }
 
@@ -125,6 +128,25 @@ impl Ctx<'_> {
         };
         (process, result)
     }
+}
+
+/// A background step that the pause nemesis holds stopped until its `Stop::Continue`.
+pub(super) fn paused(step: &Step) -> bool {
+    step.background.is_some_and(|b| b.ready == Ready::Paused)
+}
+
+/// For a step ready when paused: whether the kernel reports it stopped within `timeout`
+/// (false: it ended or never stopped, and the driver ends and records it). True for any
+/// other readiness.
+pub(super) fn stopped_if_paused(
+    ready: Ready,
+    started: &process::Started,
+    timeout: Duration,
+) -> Result<bool> {
+    if ready != Ready::Paused {
+        return Ok(true);
+    }
+    crate::engine::nemesis::PAUSE.await_stopped(started.pid, timeout)
 }
 
 /// Readbacks are kept by scenario and step: lab 13 repeats step names across scenarios.

@@ -140,4 +140,9 @@ pub trait ExplorePlan: Sync {
     fn power_predictions(&self) -> &'static [Prediction] {
         &[]
     }
+    /// Whether `design` breaks without any crash (a stall: its break is no crash window),
+    /// so its run without a crash must break as its predictions say instead of holding.
+    fn breaks_without_crash(&self, _design: &'static str) -> bool {
+        false
+    }
 }

@@ -146,7 +146,9 @@ pub fn explore(
 
     let mut differences = Vec::new();
     for p in &probes {
-        if p.status != Status::Holds {
+        if plan.breaks_without_crash(p.variant) {
+            differences.extend(verdict::probe_breaks_as_predicted(p, plan.predictions()));
+        } else if p.status != Status::Holds {
             differences.push(format!(
                 "{}: the run without a crash does not hold ({})",
                 p.variant,

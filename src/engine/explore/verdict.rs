@@ -202,6 +202,39 @@ fn finding(
     text
 }
 
+/// A design that breaks without a crash (`ExplorePlan::breaks_without_crash`): its run
+/// without a crash must break with exactly the invariants and anomaly kinds its predictions
+/// name; the difference when it does not.
+pub fn probe_breaks_as_predicted(probe: &CaseResult, predictions: &[Prediction]) -> Option<String> {
+    let mine: Vec<&Prediction> = predictions
+        .iter()
+        .filter(|p| p.variant == probe.variant)
+        .collect();
+    let want_inv: BTreeSet<Invariant> = mine
+        .iter()
+        .flat_map(|p| p.invariants.iter().copied())
+        .collect();
+    let want_an: BTreeSet<Anomaly> = mine
+        .iter()
+        .flat_map(|p| p.anomalies.iter().copied())
+        .collect();
+    let (inv, an) = shown(probe);
+    let broke = probe.status == Status::Breaks;
+    (!broke || (inv.clone(), an.clone()) != (want_inv.clone(), want_an.clone())).then(|| {
+        format!(
+            "{}: the run without a crash breaks {}, predicted {}{}",
+            probe.variant,
+            words(&inv, &an),
+            words(&want_inv, &want_an),
+            if probe.problems.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", probe.problems.join("; "))
+            }
+        )
+    })
+}
+
 /// The cases that say nothing (an error) or whose crash was not proven: each is a difference.
 pub fn unproven(cases: &[CaseResult]) -> Vec<String> {
     let mut differences = Vec::new();

@@ -244,9 +244,20 @@ pub fn check(scenario: &str, p: &Proc<'_>, end: &Store, problems: &mut Problems)
     failures(scenario, p, end, problems);
 }
 
+/// The failed statement at `line` was rolled back (lines `line + 1 .. k`) and the role's next
+/// line, `k`, quotes the error: it saw the failure and handled it.
+fn handled(p: &Proc<'_>, line: usize, k: usize, error: &str) -> bool {
+    k > line + 1
+        && !error.is_empty()
+        && matches!(&p.lines[k], Line::Other(text) if text.contains(error))
+}
+
 /// A statement that fails in the replay failed in the run only if the role then rolled back
-/// or ended with an error; one that the run rolled back right after it changed rows failed
-/// in the run (the roles roll back only after a failed statement or one that changed nothing).
+/// or ended with an error, or rolled back and said so: a role that handles a refusal (a
+/// receiver's CHECK constraint) and goes on rolls back at once and prints a line quoting the
+/// very error the replay finds. One that the run rolled back right after it changed rows
+/// failed in the run (the roles roll back only after a failed statement or one that changed
+/// nothing).
 fn failures(scenario: &str, p: &Proc<'_>, end: &Store, problems: &mut Problems) {
     let at = |line: usize| format!("{scenario}/{} line {}", p.step.name, line + 1);
     for (line, outcome) in &p.session.outcomes {
@@ -283,9 +294,13 @@ fn failures(scenario: &str, p: &Proc<'_>, end: &Store, problems: &mut Problems) 
                 })
                 .filter(|k| !rollback(k))
         } else {
-            // Every other role stops at an error: at most its ROLLBACK of that file follows,
-            // and the process ends with an error.
-            (line + 1..p.lines.len()).find(|k| !rollback(k))
+            // Every other role stops at an error (at most its ROLLBACK of that file follows,
+            // and the process ends with an error), or rolls back and says it was refused.
+            let next = (line + 1..p.lines.len()).find(|k| !rollback(k));
+            if next.is_some_and(|k| handled(p, *line, k, error)) {
+                continue;
+            }
+            next
         };
         match went_on {
             Some(k) => problems.push((

@@ -15,9 +15,10 @@ use super::walk::Proc;
 use super::Problems;
 use crate::store::PRAGMAS;
 
-/// The first word of the lines every role may print (crash.rs), besides `SQL`, `COMMITTED`
-/// and a readback's JSON; each lab names the others its roles print (`LabReplay::lines`).
-pub const KINDS: &[&str] = &["POINT", "CRASH", "NOT-REACHED"];
+/// The first word of the lines every role may print (crash.rs, pause.rs), besides `SQL`,
+/// `COMMITTED` and a readback's JSON; each lab names the others its roles print
+/// (`LabReplay::lines`).
+pub const KINDS: &[&str] = &["POINT", "CRASH", "NOT-REACHED", "PAUSED", "RESUMED"];
 
 /// Is `word` the first word of a line a role of `lab` prints (besides `SQL` and `COMMITTED`)?
 pub fn known(lab: &crate::engine::Lab, word: &str) -> bool {

@@ -89,6 +89,23 @@ impl Proc<'_> {
             .any(|f| f.as_deref() == Some(file))
     }
 
+    /// A background step the pause nemesis stops (`Ready::Paused`): its lines up to its
+    /// `PAUSED` line ran before the next step started, the rest after its stop step.
+    fn paused(&self) -> bool {
+        use crate::engine::scenario::Ready;
+        self.step
+            .background
+            .is_some_and(|b| b.ready == Ready::Paused)
+    }
+
+    /// Replay a paused step up to its `PAUSED` line: what it did before it stopped itself.
+    fn advance_to_pause(&mut self, store: &mut Store) {
+        let paused = |l: &Line| matches!(l, Line::Other(t) if t.starts_with("PAUSED "));
+        while self.pos < self.lines.len() && !paused(&self.lines[self.pos]) {
+            self.advance(store);
+        }
+    }
+
     fn reset(&mut self) {
         self.pos = 0;
         self.ended = false;
@@ -122,7 +139,12 @@ impl Scene<'_> {
     /// not in the evidence.
     pub fn concurrent_writers(&self, problems: &mut Problems) {
         let last = self.procs.len().saturating_sub(1);
-        for b in self.procs.iter().filter(|p| p.step.background.is_some()) {
+        // A paused step's commits are ordered: before its pause, or after its stop step.
+        for b in self
+            .procs
+            .iter()
+            .filter(|p| p.step.background.is_some() && !p.paused())
+        {
             let b_stop = b.stop.unwrap_or(last);
             for q in self
                 .procs
@@ -212,6 +234,8 @@ impl Scene<'_> {
             self.procs[at].unjudged = others;
             if self.procs[at].step.background.is_none() {
                 self.procs[at].finish(&mut store);
+            } else if self.procs[at].paused() {
+                self.procs[at].advance_to_pause(&mut store);
             }
             if let Some(recorded) = self.readbacks.get(&at).cloned() {
                 let reader = &self.procs[at];
