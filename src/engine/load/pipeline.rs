@@ -203,7 +203,7 @@ pub fn run(
         // 3b. Under power loss the moment is a cut: every role dies, the files lose what was
         //     never synced, and the watcher reads them afresh (its connections saw the old ones).
         if let (Some(cut), true) = (schedule.cut, outcome.kills.len() > kills_before) {
-            power_cut::kill_the_rest(&mut roles, &mut outcome.kills);
+            power_cut::kill_the_rest(&mut roles, &mut outcome.kills, dir);
             drop(watcher);
             let summary = power_cut::cut(&roles, work, cut, kills_before..outcome.kills.len());
             let summary = match summary {

@@ -14,9 +14,14 @@ use crate::engine::nemesis::{Aftermath, Nemesis, PowerLoss};
 use crate::engine::process;
 use crate::power::cut::Style;
 
+/// How long a role that already said `end` may take to exit before the cut.
+const ENDING_MS_MAX: u64 = 5_000;
+
 /// Kill every role still running that the kill moment did not pick: one row each in
-/// `kills`, marked as the cut's, at the same moment as the row before them.
-pub fn kill_the_rest(roles: &mut [Role], kills: &mut Vec<Kill>) {
+/// `kills`, marked as the cut's, at the same moment as the row before them. A role that
+/// has already emitted its `end` event is left to exit: a SIGKILL then would contradict
+/// its own events, and whatever it wrote is in the files the cut judges either way.
+pub fn kill_the_rest(roles: &mut [Role], kills: &mut Vec<Kill>, dir: &Path) {
     let Some(moment) = kills.last().cloned() else {
         return;
     };
@@ -24,7 +29,7 @@ pub fn kill_the_rest(roles: &mut [Role], kills: &mut Vec<Kill>) {
         let Some(running) = role.running.as_mut() else {
             continue;
         };
-        if running.killed {
+        if running.killed || ended(dir, &running.step) {
             continue;
         }
         process::kill(&running.started);
@@ -50,7 +55,17 @@ pub fn cut(
     kills: std::ops::Range<usize>,
 ) -> Result<serde_json::Value> {
     for running in roles.iter().filter_map(|r| r.running.as_ref()) {
-        // Every running role was sent SIGKILL: this returns once it is dead.
+        if !running.killed {
+            // It said `end`: it exits by itself, bounded; then SIGKILL as a last resort.
+            for _ in 0..ENDING_MS_MAX {
+                if process::waitid_nowait(running.started.pid, libc::WEXITED | libc::WNOHANG)? {
+                    break;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+            process::kill(&running.started);
+        }
+        // Every running role was sent SIGKILL or has exited: this returns once it is dead.
         process::waitid_nowait(running.started.pid, libc::WEXITED)?;
     }
     let nemesis = PowerLoss { cut: style, seed };
@@ -67,4 +82,13 @@ pub fn cut(
         map.insert("kills".to_string(), serde_json::Value::from(numbers));
     }
     Ok(summary)
+}
+
+/// The role's events file holds its `end` event.
+fn ended(dir: &Path, step: &str) -> bool {
+    let text = std::fs::read_to_string(dir.join(crate::engine::load::roles::events_rel(step)))
+        .unwrap_or_default();
+    text.lines()
+        .filter_map(|l| serde_json::from_str::<crate::events::Event>(l).ok())
+        .any(|e| matches!(e, crate::events::Event::End { .. }))
 }
