@@ -29,6 +29,7 @@ pub fn role_lab(matches: &clap::ArgMatches) -> Option<&'static crate::engine::La
 }
 
 use crate::crash::Mode;
+use crate::engine::crash_mode::{CrashMode, PowerArgs};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -91,9 +92,15 @@ pub enum Command {
         /// Move a step's crash: STEP=POINT[@N], or STEP=none (repeatable)
         #[arg(long = "move-crash", value_name = "STEP=POINT")]
         moves: Vec<String>,
-        /// How every crashing step stops at its point
-        #[arg(long, value_enum, default_value_t = Mode::Exit)]
-        crash_mode: Mode,
+        /// How every crashing step stops at its point: a process crash, or power-loss (what was
+        /// never synced is lost; docs/power-loss.md)
+        #[arg(long, value_enum, default_value_t = CrashMode::Exit)]
+        crash_mode: CrashMode,
+        #[command(flatten)]
+        power: PowerArgs,
+        /// With --crash-mode power-loss: the seed of the cut (torn and prefix draw from it)
+        #[arg(long, value_name = "N")]
+        seed: Option<u64>,
         /// A step still running after this is killed and recorded as a failure
         #[arg(long, default_value_t = 10_000)]
         step_timeout_ms: u64,

@@ -4,6 +4,7 @@
 pub mod argv;
 pub mod audit;
 pub mod check;
+pub mod crash_mode;
 pub mod driver;
 pub mod evidence;
 pub mod explore;

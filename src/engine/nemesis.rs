@@ -54,6 +54,12 @@ pub trait Nemesis: Sync {
     fn env(&self, _work_dir: &Path) -> Vec<(String, String)> {
         Vec::new()
     }
+
+    /// The mode the armed role crashes in, as its `crash` event names it: the nemesis's
+    /// own name for a process crash; `kill` for a power cut (the role stops, the engine cuts).
+    fn role_mode(&self) -> &'static str {
+        self.name()
+    }
 }
 
 /// A process crash in one of the four modes.
@@ -163,6 +169,10 @@ impl Nemesis for PowerLoss {
             .open(&record)?;
         std::io::Write::write_all(&mut file, line.as_bytes())?;
         Ok(())
+    }
+
+    fn role_mode(&self) -> &'static str {
+        Mode::Kill.name()
     }
 
     fn env(&self, work_dir: &Path) -> Vec<(String, String)> {

@@ -222,7 +222,7 @@ impl Step {
         Some(Event::Crash {
             point: point.to_string(),
             hit,
-            mode: nemesis.name().to_string(),
+            mode: nemesis.role_mode().to_string(),
         })
     }
 }

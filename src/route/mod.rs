@@ -38,10 +38,14 @@ pub fn run(command: Command) -> Result<i32> {
             keep_db,
             moves,
             crash_mode,
+            power,
+            seed,
             step_timeout_ms,
             json,
         } => {
             let lab = crate::engine::registry::find(&name)?;
+            let nemesis = engine::crash_mode::choose(crash_mode, power.cut, seed)?;
+            let profile = power.profile()?;
             let out_dir = out_dir.unwrap_or_else(|| engine::driver::default_out(lab));
             let command = recorded_args();
             engine::driver::run(
@@ -50,7 +54,8 @@ pub fn run(command: Command) -> Result<i32> {
                     out: out_dir,
                     keep_db,
                     moves,
-                    crash_mode,
+                    nemesis,
+                    profile,
                     step_timeout_ms,
                     command,
                     json,

@@ -101,17 +101,7 @@ pub fn open_traced(
         .map_err(|e| explain(e, schema.db, &shown.to_string()))?
     };
     if trace {
-        let db = schema.db;
-        conn.trace_v2(
-            TraceEventCodes::SQLITE_TRACE_STMT,
-            Some(move |event: TraceEvent<'_>| {
-                if let TraceEvent::Stmt(stmt, sql) = event {
-                    let text = stmt.expanded_sql().unwrap_or_else(|| sql.to_string());
-                    out::line(&trace_line(db, &text));
-                }
-            }),
-        )
-        .context("installing the SQL trace")?;
+        install_trace(&mut conn, schema.db)?;
     }
     let shown = shown.to_string();
     // The schema is checked before any pragma that writes (journal_mode=wal rewrites the
@@ -124,7 +114,28 @@ pub fn open_traced(
         conn.set_db_config(DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, true)
             .map_err(|e| explain(e, schema.db, &shown))?;
     }
-    let empty = check_schema(&conn, schema, read_only, &shown)?;
+    let empty = check_schema(&conn, schema, &shown)?;
+    if empty && read_only && !has_header(path) {
+        // Bytes that are not even a SQLite header (SQLite reads a file shorter than a page
+        // as holding no pages): no database anyone created, refused as before.
+        return Err(fail::usage(format!(
+            "{} database {shown} has a foreign schema (no SQLite header, no tables); expected a crashlab {} database",
+            schema.db, schema.db
+        )));
+    }
+    if empty && read_only {
+        // A SQLite file with no tables and no tag holds nothing: a database whose creation
+        // never reached the disk (a power cut took its schema). A reader sees it empty, as
+        // it sees a 0-byte file; a writer creates the schema in it.
+        let mut conn = empty_of_kind(schema).map_err(|e| explain(e, schema.db, &shown))?;
+        if trace {
+            install_trace(&mut conn, schema.db)?;
+        }
+        return Ok(Db {
+            conn,
+            db: schema.db,
+        });
+    }
     // A corrupt page (a table's root, an index) is refused here, before anything is written
     // or counted: an index can answer count(*) while the table it indexes is unreadable.
     quick_check(&conn, schema.db, &shown)?;
@@ -159,6 +170,14 @@ pub fn open_traced(
 /// comment). `open_traced` refuses one with a non-empty `-wal` beside it before this counts.
 pub fn is_empty_file(path: &Path) -> bool {
     std::fs::metadata(path).is_ok_and(|m| m.len() == 0)
+}
+
+/// The file starts with SQLite's 16-byte header string.
+fn has_header(path: &Path) -> bool {
+    let mut head = [0u8; 16];
+    std::fs::File::open(path)
+        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut head))
+        .is_ok_and(|()| &head == b"SQLite format 3\0")
 }
 
 /// The size of the `-wal` beside `path` (0 when there is none).
@@ -310,10 +329,25 @@ fn pin_pragmas(
     Ok(())
 }
 
-/// Check the file's tag and tables; `Ok(true)` when it is empty and ours to create.
-fn check_schema(conn: &Connection, schema: &Schema, read_only: bool, shown: &str) -> Result<bool> {
+/// Print every statement `conn` runs as a `SQL <db> …` line: the trace is the evidence.
+fn install_trace(conn: &mut Connection, db: &'static str) -> Result<()> {
+    conn.trace_v2(
+        TraceEventCodes::SQLITE_TRACE_STMT,
+        Some(move |event: TraceEvent<'_>| {
+            if let TraceEvent::Stmt(stmt, sql) = event {
+                let text = stmt.expanded_sql().unwrap_or_else(|| sql.to_string());
+                out::line(&trace_line(db, &text));
+            }
+        }),
+    )
+    .context("installing the SQL trace")
+}
+
+/// Check the file's tag and tables; `Ok(true)` when it holds nothing (no tables, no tag):
+/// ours to create, or for a reader empty.
+fn check_schema(conn: &Connection, schema: &Schema, shown: &str) -> Result<bool> {
     let (app, version, tables) = tag(conn).map_err(|e| explain(e, schema.db, shown))?;
-    if app == 0 && version == 0 && tables.is_empty() && !read_only {
+    if app == 0 && version == 0 && tables.is_empty() {
         return Ok(true);
     }
     if app != APPLICATION_ID || version != schema.user_version {

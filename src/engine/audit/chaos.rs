@@ -69,10 +69,13 @@ pub(super) fn check_chaos(report: &mut Report, tree: &Tree) {
             ),
         );
     }
-    if processes.crash_mode != NEMESIS.name() || !processes.moved_crashes.is_empty() {
+    if processes.crash_mode != options.crash_mode_name() || !processes.moved_crashes.is_empty() {
         report.problem(
             P,
-            "chaos kills with SIGKILL and moves no crash (crash_mode, moved_crashes)",
+            format!(
+                "chaos kills with {} and moves no crash (crash_mode, moved_crashes)",
+                options.crash_mode_name()
+            ),
         );
     }
     if processes.step_timeout_ms != options.process_timeout_ms {
@@ -84,10 +87,17 @@ pub(super) fn check_chaos(report: &mut Report, tree: &Tree) {
             ),
         );
     }
-    super::run::pinned_pragmas(report, &processes);
+    match options.power.profile() {
+        Ok(store) => super::run::pinned_pragmas(report, &processes, &store),
+        Err(e) => report.problem(P, format!("command: {}", fail::one_line(&e))),
+    }
+
     let mut files =
         chaos_logs::check_processes(report, tree, lab, profile, &options, &processes, &kills);
     chaos_logs::check_kills(report, profile, &options, &processes, &kills);
+    if let Some(cut) = options.cut() {
+        files.insert(super::cuts::check_chaos(report, tree, cut, &kills));
+    }
     exits(report, &processes, &kills);
     let derived_problems = claims(report, tree, lab, profile, &options, &processes, &chaos);
     report_fields(

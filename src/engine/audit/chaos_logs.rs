@@ -31,6 +31,8 @@ fn roles(profile: &dyn LoadProfile, options: &Options) -> BTreeMap<String, Vec<S
         // chaos always traces and writes events: the logs are the evidence.
         trace: true,
         events: true,
+        cut: None,
+        env: Vec::new(),
     };
     pipeline::roles(profile, &schedule)
         .into_iter()
@@ -271,6 +273,19 @@ pub(super) fn check_kills(
                     );
                 }
             }
+        }
+        // A role killed for a power cut dies at the moment of the row before it.
+        if k.cut {
+            let moment = index
+                .checked_sub(1)
+                .map(|i| (kills[i].at_units, kills[i].progress_units));
+            if options.cut().is_none() || moment != Some((k.at_units, k.progress_units)) {
+                report.problem(
+                    KILLS,
+                    format!("{at}: a kill for a power cut, but not at the moment of the kill before it under --crash-mode power-loss"),
+                );
+            }
+            continue;
         }
         // A due moment takes precedence over a retry (pipeline.rs, step 3 of its loop).
         if next < schedule.len() && schedule[next] <= k.progress_units {

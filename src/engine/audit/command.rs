@@ -4,13 +4,24 @@
 
 use crate::cli::{Cli, Command};
 use crate::crash::Mode;
+use crate::engine::crash_mode::{self, CrashMode};
+use crate::engine::nemesis::Nemesis;
+use crate::fail;
+use crate::power::cut::Style;
+use crate::power::profile::Profile;
 
 /// What `crashlab driver LAB …` asked for.
 pub struct Driver {
     pub lab: String,
     pub keep_db: bool,
     pub moves: Vec<String>,
-    pub crash_mode: Mode,
+    pub crash_mode: CrashMode,
+    /// The fault the command injects (a power cut with its style and seed).
+    pub nemesis: &'static dyn Nemesis,
+    /// The store profile the command asks for.
+    pub profile: Profile,
+    /// A power cut's style and seed, as the command gives them (defaults filled in).
+    pub cut: Option<(Style, u64)>,
     pub step_timeout_ms: u64,
 }
 
@@ -46,15 +57,36 @@ pub fn parse(command: &[String]) -> Result<Parsed, String> {
             keep_db,
             moves,
             crash_mode,
+            power,
+            seed,
             step_timeout_ms,
             json: _,
-        } => Ok(Parsed::Driver(Driver {
-            lab,
-            keep_db,
-            moves,
-            crash_mode,
-            step_timeout_ms,
-        })),
+        } => {
+            let refused = |e: anyhow::Error| {
+                format!(
+                    "command {:?} is not one crashlab runs: {}",
+                    command.join(" "),
+                    fail::one_line(&e)
+                )
+            };
+            let nemesis = crash_mode::choose(crash_mode, power.cut, seed).map_err(refused)?;
+            let profile = power.profile().map_err(refused)?;
+            Ok(Parsed::Driver(Driver {
+                lab,
+                keep_db,
+                moves,
+                crash_mode,
+                nemesis,
+                profile,
+                cut: (crash_mode == CrashMode::PowerLoss).then(|| {
+                    (
+                        power.cut.unwrap_or(Style::Drop),
+                        seed.unwrap_or(crash_mode::CUT_SEED_DEFAULT),
+                    )
+                }),
+                step_timeout_ms,
+            }))
+        }
         command @ Command::Chaos { .. } => {
             let (lab, options) = command.into_chaos().expect("a chaos command");
             Ok(Parsed::Chaos(Chaos { lab, options }))

@@ -15,6 +15,7 @@ mod chaos;
 mod chaos_kept;
 mod chaos_logs;
 mod command;
+mod cuts;
 mod database;
 mod ending;
 mod events;

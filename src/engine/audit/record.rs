@@ -5,7 +5,7 @@
 use super::output::{Ran, Which};
 use super::Report;
 use crate::crash::Mode;
-use crate::engine::driver::pragmas;
+use crate::engine::driver::pragmas_of;
 use crate::engine::evidence::{self, Process, Processes};
 use crate::engine::nemesis::Nemesis;
 use crate::engine::scenario::{readback_json, Expect, Scenario, Step};
@@ -142,14 +142,20 @@ pub(super) fn bound_to_step(ran: &Ran<'_>, step: &Step, crashed: bool) -> Vec<(W
 }
 
 /// processes.json's pragmas must be the ones every connection pins (store::PRAGMAS).
-pub(super) fn pinned_pragmas(report: &mut Report, processes: &Processes) {
-    if processes.pragmas != pragmas() {
+/// The recorded pragmas are those every connection pins under the store profile the
+/// recorded command asks for (the lab's design when it names none).
+pub(super) fn pinned_pragmas(
+    report: &mut Report,
+    processes: &Processes,
+    profile: &crate::power::profile::Profile,
+) {
+    let pinned = pragmas_of(profile);
+    if processes.pragmas != pinned {
         report.problem(
             evidence::PROCESSES,
             format!(
-                "pragmas {:?} are not the ones every connection pins {:?}",
-                processes.pragmas,
-                pragmas()
+                "pragmas {:?} are not the ones every connection pins under store profile {} {:?}",
+                processes.pragmas, profile.name, pinned
             ),
         );
     }

@@ -18,7 +18,13 @@ pub(super) fn check(
     processes: &Processes,
     many: bool,
 ) {
-    let replayed = crate::engine::replay::check(tree.dir(), lab, scenarios, &processes.processes);
+    let replayed = crate::engine::replay::check(
+        tree.dir(),
+        lab,
+        scenarios,
+        &processes.processes,
+        &processes.pragmas,
+    );
     name_traces(report, steps, &replayed, many);
     for (file, problem) in replayed {
         report.problem(&file, problem);

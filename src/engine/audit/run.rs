@@ -9,7 +9,9 @@ use super::output::{self, Ran, Which};
 pub(super) use super::record::pinned_pragmas;
 use super::record::{bound_to_step, check_record, events_file, output_files};
 use super::tree::Tree;
-use super::{database, findings, kept, pictures, replayed, results, sequence, statements, Report};
+use super::{
+    cuts, database, findings, kept, pictures, replayed, results, sequence, statements, Report,
+};
 use crate::engine::check::{check, parse_events, Output, Verdict};
 use crate::engine::driver::apply_moves;
 use crate::engine::evidence::{self, Process, Processes, Results};
@@ -82,7 +84,7 @@ pub(super) fn check_run(report: &mut Report, tree: &Tree) {
             ),
         );
     }
-    if processes.crash_mode != crate::engine::nemesis::of_mode(command.crash_mode).name() {
+    if processes.crash_mode != command.nemesis.name() {
         report.problem(
             P,
             format!(
@@ -101,9 +103,9 @@ pub(super) fn check_run(report: &mut Report, tree: &Tree) {
             ),
         );
     }
-    pinned_pragmas(report, &processes);
+    pinned_pragmas(report, &processes, &command.profile);
     // The fault the recorded command injects; nothing below asks which one it is.
-    let nemesis = crate::engine::nemesis::of_mode(command.crash_mode);
+    let nemesis = command.nemesis;
     let mut scenarios = (lab.scenarios)();
     if let Err(e) = apply_moves(lab, &mut scenarios, &command.moves) {
         report.problem(P, format!("command: {}", fail::one_line(&e)));
@@ -258,7 +260,17 @@ pub(super) fn check_run(report: &mut Report, tree: &Tree) {
     if let Some(rows) = &rows {
         database::check_rows(report, lab, &scenarios, rows, &ready);
     }
-    let pictures = pictures::check(report, tree, &processes, results.as_ref());
+    let mut pictures = pictures::check(report, tree, &processes, results.as_ref());
+    if let Some(cut) = command.cut {
+        pictures.insert(cuts::check(
+            report,
+            tree,
+            cut,
+            &steps,
+            &processes.processes,
+            rows.as_deref(),
+        ));
+    }
     kept::check(
         report,
         tree,

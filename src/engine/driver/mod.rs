@@ -8,10 +8,10 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 
-use crate::crash::Mode;
+use crate::engine::crash_mode;
 use crate::engine::evidence::{self, Process, Processes, Results, StepResult};
 use crate::engine::freeze;
-use crate::engine::nemesis;
+use crate::engine::nemesis::{self, Aftermath, Nemesis};
 use crate::engine::observed::ScenarioFindings;
 use crate::engine::process;
 use crate::engine::report;
@@ -19,6 +19,7 @@ use crate::engine::scenario::Scenario;
 use crate::engine::state::{self, FileRow};
 use crate::engine::Lab;
 use crate::fail;
+use crate::power::profile::{self, Profile};
 use crate::store;
 
 pub struct Options {
@@ -26,7 +27,10 @@ pub struct Options {
     pub keep_db: bool,
     /// `STEP=POINT[@N]` or `STEP=none`.
     pub moves: Vec<String>,
-    pub crash_mode: Mode,
+    /// The fault every crashing step injects (`nemesis::choose`).
+    pub nemesis: &'static dyn Nemesis,
+    /// The store profile every role pins (`--store-profile`).
+    pub profile: Profile,
     pub step_timeout_ms: u64,
     /// The driver's own arguments after `crashlab`, for the record.
     pub command: Vec<String>,
@@ -55,11 +59,21 @@ pub struct Run {
 }
 
 pub fn pragmas() -> BTreeMap<String, String> {
-    store::PRAGMAS
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
+    pragmas_of(&profile::DEFAULT)
+}
+
+/// The pragmas every connection pins under `profile`, as `processes.json` records them.
+pub fn pragmas_of(profile: &Profile) -> BTreeMap<String, String> {
+    profile
+        .pragmas()
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
         .collect()
 }
+
+/// The evidence file of a power-loss run: one line per cut, where it happened and what it
+/// dropped (files, byte ranges).
+pub const POWER_CUTS: &str = nemesis::POWER_CUTS_NAME;
 
 /// Run the lab into `options.out`. Returns the process exit code: 0 when every expectation held.
 pub fn run(lab: &Lab, options: &Options) -> Result<i32> {
@@ -71,6 +85,7 @@ pub fn run(lab: &Lab, options: &Options) -> Result<i32> {
     }
     let mut scenarios = (lab.scenarios)();
     apply_moves(lab, &mut scenarios, &options.moves)?;
+    cuttable(&scenarios, options.nemesis)?;
     crate::interrupt::catch().context("catching SIGINT and SIGTERM")?;
     let partial = claim_out(&options.out)?;
     let started = Instant::now();
@@ -118,7 +133,8 @@ fn execute(
         std::thread::spawn(|| evidence::build_checkout().and_then(|c| evidence::git_state(&c)));
     let timeout = Duration::from_millis(options.step_timeout_ms);
     // The fault the run injects at each armed point; nothing below asks which one it is.
-    let nemesis = nemesis::of_mode(options.crash_mode);
+    let nemesis = options.nemesis;
+    let mut cuts = Vec::new();
     let mut processes = Vec::new();
     let mut steps = Vec::new();
     let mut files = Vec::new();
@@ -139,6 +155,7 @@ fn execute(
         let mut slots: Vec<Option<(Process, StepResult)>> = vec![None; scenario.steps.len()];
         let mut running: Vec<(usize, process::Started)> = Vec::new();
         let mut reaper = process::Reaper(Vec::new());
+        let env = crash_mode::role_env(nemesis, &options.profile, work.path());
         let ctx = Ctx {
             scenario,
             sub: &sub,
@@ -150,24 +167,47 @@ fn execute(
             let argv = step.argv(nemesis);
             match step.background {
                 None => {
-                    let ended = process::run(
+                    let ended = process::run_env(
                         &exe,
                         &argv,
                         work.path(),
-                        &dir.join(&stdout_rel),
-                        &dir.join(&stderr_rel),
+                        (&dir.join(&stdout_rel), &dir.join(&stderr_rel)),
+                        &env,
                         timeout,
                     )?;
                     io_failure(&scenario.name, step, &ended, &dir.join(&stderr_rel))?;
+                    // A crashed step: the nemesis acts on the files before anything reads
+                    // them (a power cut takes back what was never synced). No other
+                    // process runs now (`cuttable`).
+                    if let Some(point) = &step.crash {
+                        if ended.exit == nemesis.expected_exit() {
+                            let point = point.split('@').next().unwrap_or(point);
+                            nemesis.after_crash(&Aftermath {
+                                work_dir: work.path(),
+                                point,
+                            })?;
+                            if nemesis.name() == "power-loss" {
+                                cuts.push(crash_mode::last_cut(
+                                    work.path(),
+                                    &scenario.name,
+                                    &step.name,
+                                    point,
+                                )?);
+                            }
+                        }
+                    }
                     slots[index] = Some(ctx.finish(step, &ended, &mut readbacks));
                 }
                 Some(background) => {
-                    let started = process::spawn(
+                    let stdout = dir.join(&stdout_rel);
+                    let started = process::spawn_env(
                         &exe,
                         &argv,
                         work.path(),
-                        &dir.join(&stdout_rel),
+                        &stdout,
                         &dir.join(&stderr_rel),
+                        Some(&process::events_file(&stdout)),
+                        &env,
                     )?;
                     reaper.0.push(started.pid);
                     let ready = background.ready;
@@ -293,7 +333,7 @@ fn execute(
         crashlab_version: env!("CARGO_PKG_VERSION").to_string(),
         git: git.join().unwrap_or(None),
         sqlite_version: store::sqlite_version(),
-        pragmas: pragmas(),
+        pragmas: pragmas_of(&options.profile),
         command,
         crash_mode: nemesis.name().to_string(),
         step_timeout_ms: options.step_timeout_ms,
@@ -314,6 +354,9 @@ fn execute(
         readbacks,
     };
     evidence::write_json(dir, evidence::RESULTS, &run.results)?;
+    if nemesis.name() == "power-loss" {
+        write_cuts(dir, &cuts)?;
+    }
     evidence::write_database_files(dir, &run.files)?;
     // The total covers every step and every snapshot, up to the last evidence file.
     run.processes.total_wall_ms = (started.elapsed().as_secs_f64() * 1e6).round() / 1000.0;
@@ -321,4 +364,31 @@ fn execute(
     report::write(dir)?;
     evidence::write_manifest(dir)?;
     Ok(run)
+}
+
+/// A power cut acts on files nobody holds open: a lab whose scenarios keep a process running
+/// in the background (a server) cannot be cut by the driver; one line, exit 2.
+fn cuttable(scenarios: &[Scenario], nemesis: &dyn Nemesis) -> Result<()> {
+    if nemesis.name() != "power-loss" {
+        return Ok(());
+    }
+    for s in scenarios {
+        if let Some(step) = s.steps.iter().find(|st| st.background.is_some()) {
+            return Err(fail::usage(format!(
+                "--crash-mode power-loss: scenario {} keeps step {} running in the background, which a cut would kill under later steps; explore this lab under power loss instead",
+                s.name, step.name
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// `power-cuts.jsonl`: one JSON line per cut, in the order they were made.
+fn write_cuts(dir: &Path, cuts: &[serde_json::Value]) -> Result<()> {
+    let mut text = String::new();
+    for cut in cuts {
+        text.push_str(&serde_json::to_string(cut)?);
+        text.push('\n');
+    }
+    fs::write(dir.join(POWER_CUTS), text).with_context(|| format!("writing {POWER_CUTS}"))
 }

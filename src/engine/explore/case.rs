@@ -15,6 +15,7 @@ use crate::engine::explore::invariant::{Invariant, Invariants, Status};
 use crate::engine::explore::plan::{Counts, ExplorePlan, Judgement};
 use crate::engine::explore::steps::{Crash, Env, StepRecord, Steps};
 use crate::engine::jepsen::{self, Found};
+use crate::engine::nemesis::POWER_CUTS_NAME;
 use crate::events::Event;
 use crate::fail;
 
@@ -82,6 +83,21 @@ pub fn run(plan: &dyn ExplorePlan, case: &Case, env: &Env<'_>) -> Result<CaseRes
         );
     }
     let started = Instant::now();
+    // A power design runs the lab's own design under its profile, cut by its nemesis.
+    let power = env.power.iter().find(|d| d.name == case.design);
+    let case_env;
+    let env = match power {
+        Some(d) => {
+            case_env = Env {
+                nemesis: d.nemesis,
+                profile: d.profile,
+                ..*env
+            };
+            &case_env
+        }
+        None => env,
+    };
+    let design = power.map_or(case.design, |d| d.lab_design);
     let rel = case.evidence_dir();
     let case_dir = env.dir.join(&rel);
     fs::create_dir_all(&case_dir).with_context(|| format!("creating {rel}"))?;
@@ -90,7 +106,7 @@ pub fn run(plan: &dyn ExplorePlan, case: &Case, env: &Env<'_>) -> Result<CaseRes
         .tempdir_in(env.work_root)
         .context("creating a work directory")?;
     let mut steps = Steps::new(env, case.crash, rel.clone(), work.path());
-    plan.scenario(case.design, &mut steps)?;
+    plan.scenario(design, &mut steps)?;
     let scenario_steps = steps.records.len();
     assert!(scenario_steps > 0, "a scenario runs at least one step");
 
@@ -111,14 +127,26 @@ pub fn run(plan: &dyn ExplorePlan, case: &Case, env: &Env<'_>) -> Result<CaseRes
         }
     }
 
+    if env.nemesis.name() == "power-loss" {
+        super::power::settle_hot_journals(work.path(), plan.databases())?;
+    }
     // Recovery: the lab's roles again, the same code, no crash, while anything is owed.
     steps.recovering();
+    let cut = env.nemesis.name() == "power-loss";
+    // Under power loss a file the cut left unusable (corrupt, a foreign header) is refused by
+    // the lab's reading of it as bad input: the case is judged as having lost what it held.
+    let mut unreadable = None;
     let mut rounds = 0;
     for round in 1..=ROUNDS_MAX {
-        if !plan.recover(case.design, round, &mut steps)? {
-            break;
+        match plan.recover(design, round, &mut steps) {
+            Ok(true) => rounds = round,
+            Ok(false) => break,
+            Err(e) if cut && super::power::unreadable(&e) => {
+                unreadable = Some(super::power::relative(&e, work.path()));
+                break;
+            }
+            Err(e) => return Err(e),
         }
-        rounds = round;
     }
     assert!(steps.all_stopped(), "every background step was stopped");
 
@@ -130,7 +158,16 @@ pub fn run(plan: &dyn ExplorePlan, case: &Case, env: &Env<'_>) -> Result<CaseRes
             crate::out::plural(c.hit, "time", "times")
         ));
     }
-    let judgement = plan.judge(&steps)?;
+    let judgement = match unreadable {
+        Some(why) => super::power::unreadable_judgement(why),
+        None => match plan.judge(&steps) {
+            Ok(j) => j,
+            Err(e) if cut && super::power::unreadable(&e) => {
+                super::power::unreadable_judgement(super::power::relative(&e, work.path()))
+            }
+            Err(e) => return Err(e),
+        },
+    };
     let findings = jepsen::check(&judgement.history, judgement.allowed);
     let (status, invariants) = settle(
         error,
@@ -144,6 +181,12 @@ pub fn run(plan: &dyn ExplorePlan, case: &Case, env: &Env<'_>) -> Result<CaseRes
 
     let (scenario, recovery) = steps.records.split_at(scenario_steps);
     evidence::write_json(&case_dir, "processes.json", &steps.processes)?;
+    // What each cut took back (files, byte ranges): evidence; the undo log is not.
+    let cuts = work.path().join(POWER_CUTS_NAME);
+    if cuts.is_file() {
+        fs::copy(&cuts, case_dir.join(POWER_CUTS_NAME))
+            .with_context(|| format!("keeping {POWER_CUTS_NAME} of {rel}"))?;
+    }
     // The files as recovery left them: sizes, raw and logical digests.
     let rows = env
         .store
@@ -278,6 +321,13 @@ fn endings_wrong(
                 r.name,
                 env.timeout.as_millis()
             ))
+        } else if !r.armed
+            && r.ended.exit == fail::EXIT_USAGE
+            && env.nemesis.name() == "power-loss"
+            && super::power::refused_broken_file(&steps.stderr_of(&r.name))
+        {
+            // A role that refused a file the cut broke (one line, exit 2) did its job.
+            None
         } else if !r.armed && r.ended.exit != p.expected_exit {
             Some(format!(
                 "{}: exit {}, expected {}",

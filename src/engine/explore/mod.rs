@@ -12,6 +12,7 @@ pub mod case;
 pub mod export;
 pub mod invariant;
 pub mod plan;
+mod power;
 pub mod report;
 pub mod run;
 pub mod steps;
@@ -23,10 +24,11 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use clap::Args as ClapArgs;
 
-use crate::crash::Mode;
+use crate::engine::crash_mode::{self, CrashMode};
 use crate::engine::driver;
 use crate::engine::Lab;
 use crate::fail;
+use crate::power::cut::Style;
 use plan::ExplorePlan;
 use report::Report;
 
@@ -44,9 +46,16 @@ pub struct Args {
     #[arg(long, value_name = "POINT|PHASE,...")]
     pub points: Option<String>,
     /// How the crash stops the process (`hang` waits for --step-timeout-ms in every case:
-    /// give it a short one)
-    #[arg(long, value_enum, default_value_t = Mode::Exit)]
-    pub crash_mode: Mode,
+    /// give it a short one); power-loss: --variants names store profiles, every case is a
+    /// power cut (docs/power-loss.md)
+    #[arg(long, value_enum, default_value_t = CrashMode::Exit)]
+    pub crash_mode: CrashMode,
+    /// With --crash-mode power-loss: only this cut style (default: drop, torn and prefix)
+    #[arg(long, value_enum)]
+    pub cut: Option<Style>,
+    /// With --crash-mode power-loss: the seed of every cut
+    #[arg(long, value_name = "N")]
+    pub seed: Option<u64>,
     /// Cases run at once (default: the number of cores)
     #[arg(long, value_name = "N")]
     pub jobs: Option<usize>,
@@ -183,12 +192,22 @@ pub struct Run<'a> {
     pub work_fs: String,
     pub command: Vec<String>,
     pub timeout: Duration,
+    /// Under power loss: what each design is (profile, cut).
+    pub power: &'a [steps::PowerDesign],
 }
 
 pub fn command(args: &Args, recorded: Vec<String>) -> Result<i32> {
     let lab = crate::engine::registry::find(&args.lab)?;
     let plan = plan_of(lab)?;
-    let designs = parse_designs(plan, &args.variants)?;
+    crash_mode::check_cut_flags(args.crash_mode, args.cut, args.seed)?;
+    let power = match args.crash_mode {
+        CrashMode::PowerLoss => power::designs(plan, &args.variants, args.cut, args.seed)?,
+        _ => Vec::new(),
+    };
+    let designs = match args.crash_mode {
+        CrashMode::PowerLoss => power.iter().map(|d| d.name).collect(),
+        _ => parse_designs(plan, &args.variants)?,
+    };
     let points = parse_points(lab, args.points.as_deref())?;
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let jobs = args.jobs.unwrap_or(cores.min(JOBS_MAX));
@@ -204,7 +223,7 @@ pub fn command(args: &Args, recorded: Vec<String>) -> Result<i32> {
             driver::STEP_TIMEOUT_MS_MAX
         )));
     }
-    let nemesis = crate::engine::nemesis::of_mode(args.crash_mode);
+    let nemesis = crash_mode::choose(args.crash_mode, args.cut, args.seed)?;
     let out = args.out.clone().unwrap_or_else(|| {
         PathBuf::from("target").join("lab").join(format!(
             "{}-explore-{}",
@@ -225,6 +244,7 @@ pub fn command(args: &Args, recorded: Vec<String>) -> Result<i32> {
         work_fs,
         command,
         timeout: Duration::from_millis(args.step_timeout_ms),
+        power: &power,
     };
     let result = report::explore(lab, plan, nemesis, &run, &partial);
     // SIGINT or SIGTERM: every case's children were killed and its work directory removed

@@ -135,6 +135,11 @@ pub trait ExplorePlan: Sync {
     /// Read the files after recovery (`steps.work()`, or the lab's `memo` of them) and judge
     /// them against what the processes said (`steps.records()`).
     fn judge(&self, steps: &Steps<'_>) -> Result<Judgement>;
+    /// Under power loss, where each store profile under each cut style breaks (variant
+    /// `<profile>/<cut>`); none: every profile is predicted to hold.
+    fn power_predictions(&self) -> &'static [Prediction] {
+        &[]
+    }
     /// Whether `design` breaks without any crash (a stall: its break is no crash window),
     /// so its run without a crash must break as its predictions say instead of holding.
     fn breaks_without_crash(&self, _design: &'static str) -> bool {

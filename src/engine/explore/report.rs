@@ -131,6 +131,13 @@ pub fn explore(
         nemesis,
         timeout: run.timeout,
         store: lab.store,
+        power: run.power,
+        profile: crate::power::profile::DEFAULT,
+    };
+    let predictions = if run.power.is_empty() {
+        plan.predictions()
+    } else {
+        plan.power_predictions()
     };
     let bar = progress();
     bar.inc_length(run.designs.len() as u64);
@@ -155,11 +162,7 @@ pub fn explore(
         .zip(&probes)
         .map(|(name, probe)| Design {
             name,
-            predictions: plan
-                .predictions()
-                .iter()
-                .filter(|p| p.variant == *name)
-                .collect(),
+            predictions: predictions.iter().filter(|p| p.variant == *name).collect(),
             probe_hits: &probe.hits,
         })
         .collect();
@@ -180,8 +183,7 @@ pub fn explore(
         hits_max: HITS_MAX,
         variants: run.designs.to_vec(),
         points: run.points.to_vec(),
-        predictions: plan
-            .predictions()
+        predictions: predictions
             .iter()
             .filter(|p| run.designs.contains(&p.variant))
             .copied()
@@ -201,7 +203,11 @@ pub fn explore(
         wall_ms: (wall_s * 1e6).round() / 1000.0,
         cases_per_s: ((cases.len() as f64 / wall_s.max(1e-9)) * 10.0).round() / 10.0,
         cases,
-        words: plan.words(),
+        words: if run.power.is_empty() {
+            plan.words()
+        } else {
+            super::power::words(plan.words())
+        },
     };
     std::fs::write(
         dir.join("explore.json"),

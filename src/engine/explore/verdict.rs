@@ -160,7 +160,13 @@ fn finding(
             d.name
         )
     } else {
-        let says: Vec<&str> = d.predictions.iter().map(|p| p.says).collect();
+        let mut says: Vec<&str> = Vec::new();
+        // Several predictions of one design may say the same (one per kind of break).
+        for p in &d.predictions {
+            if !says.contains(&p.says) {
+                says.push(p.says);
+            }
+        }
         // Grouped by point: `p@1 @2, q@2`.
         let mut grouped: Vec<(&str, Vec<&str>)> = Vec::new();
         for case in broke_at {

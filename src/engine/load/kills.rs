@@ -67,6 +67,10 @@ pub struct Kill {
     pub since_start_ms: f64,
     /// False when the process had already ended by itself: the kill is made again.
     pub landed: bool,
+    /// Under power loss: a role killed with the victim of the row before it, for the cut
+    /// (never made again).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub cut: bool,
 }
 
 #[cfg(test)]

@@ -7,6 +7,7 @@ pub mod chaos;
 pub mod kills;
 pub mod lifecycle;
 pub mod pipeline;
+pub mod power_cut;
 pub mod profile;
 pub mod progress;
 pub mod roles;

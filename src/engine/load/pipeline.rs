@@ -16,6 +16,7 @@ use serde::Serialize;
 
 use crate::engine::evidence::Process;
 use crate::engine::load::kills::{self, Kill, NEMESIS};
+use crate::engine::load::power_cut;
 use crate::engine::load::profile::{LoadProfile, Observed, Shape};
 use crate::engine::load::roles::{first_line, spawn, stop_all, with_trace, Role, Running};
 use crate::engine::nemesis::Nemesis;
@@ -47,6 +48,10 @@ pub struct Schedule {
     pub trace: bool,
     /// The roles write `logs/<step>.events.jsonl` (always in chaos).
     pub events: bool,
+    /// Under power loss: every kill moment is a power cut of this style and seed.
+    pub cut: Option<(crate::power::cut::Style, u64)>,
+    /// Environment every role gets (the undo log, the store profile).
+    pub env: Vec<(String, String)>,
 }
 
 /// What the run did, for the report and the evidence.
@@ -61,6 +66,8 @@ pub struct Outcome {
     pub unexpected_exits: usize,
     pub timed_out: usize,
     pub last_units: u64,
+    /// Under power loss: what each cut took back (`power-cuts.jsonl`).
+    pub cuts: Vec<serde_json::Value>,
 }
 
 /// A callback for progress: (units done, units total, kills done).
@@ -99,7 +106,7 @@ pub fn run(
     let total_units = profile.units(schedule.shape.messages);
     let (_, mut pick) = kills::schedule(schedule.shape.seed, total_units, schedule.kill_at.len());
     let mut roles = roles(profile, schedule);
-    let watcher = profile.watch(work, &schedule.shape)?;
+    let mut watcher = profile.watch(work, &schedule.shape)?;
     let started = Instant::now();
     let mut outcome = Outcome::default();
     let mut next_kill = 0usize;
@@ -156,6 +163,7 @@ pub fn run(
         on_progress(observed.units, total_units, outcome.kills.len());
         // 3. Kill at the scheduled moments: a seeded pick among the roles running now. When
         //    several moments have passed since the last poll, each takes another process.
+        let kills_before = outcome.kills.len();
         for _ in 0..roles.len() {
             let due =
                 next_kill < schedule.kill_at.len() && schedule.kill_at[next_kill] <= observed.units;
@@ -189,7 +197,24 @@ pub fn run(
                 step: running.step.clone(),
                 since_start_ms: (started.elapsed().as_secs_f64() * 1e6).round() / 1000.0,
                 landed: true,
+                cut: false,
             });
+        }
+        // 3b. Under power loss the moment is a cut: every role dies, the files lose what was
+        //     never synced, and the watcher reads them afresh (its connections saw the old ones).
+        if let (Some(cut), true) = (schedule.cut, outcome.kills.len() > kills_before) {
+            power_cut::kill_the_rest(&mut roles, &mut outcome.kills, dir);
+            drop(watcher);
+            let summary = power_cut::cut(&roles, work, cut, kills_before..outcome.kills.len());
+            let summary = match summary {
+                Ok(s) => s,
+                Err(e) => {
+                    stop_all(&mut roles);
+                    return Err(e);
+                }
+            };
+            outcome.cuts.push(summary);
+            watcher = profile.watch(work, &schedule.shape)?;
         }
         // 4. Start what is needed and not running: work for it now, and always after a kill.
         let now = Instant::now();
@@ -201,7 +226,7 @@ pub fn run(
                 continue;
             }
             role.restart = false;
-            match spawn(exe, work, dir, role, schedule.events) {
+            match spawn(exe, work, dir, role, schedule.events, &schedule.env) {
                 Ok(running) => role.running = Some(running),
                 Err(e) if e.downcast_ref::<crate::interrupt::Interrupted>().is_some() => {
                     stop_all(&mut roles);
@@ -256,7 +281,10 @@ fn reaped(
     let missed = running.kill.is_some() && signal != Some(libc::SIGKILL);
     if let (Some(k), true) = (running.kill, missed) {
         outcome.kills[k].landed = false;
-        *retry_kills += 1;
+        // A role killed for a cut that had ended by itself was not the moment's victim.
+        if !outcome.kills[k].cut {
+            *retry_kills += 1;
+        }
     }
     let killed_by_engine = running.kill.is_some() && !missed;
     let expected_exit = if killed_by_engine {

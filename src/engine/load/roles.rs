@@ -126,6 +126,7 @@ pub fn spawn(
     dir: &Path,
     role: &mut Role,
     events: bool,
+    env: &[(String, String)],
 ) -> Result<Running> {
     role.runs += 1;
     let step = format!("{}.{}", role.name, role.runs);
@@ -136,13 +137,14 @@ pub fn spawn(
         true => Some(std::path::absolute(dir.join(events_rel(&step)))?),
         false => None,
     };
-    let started = process::spawn_with(
+    let started = process::spawn_env(
         exe,
         &role.argv,
         work,
         &dir.join(&stdout),
         &dir.join(&stderr),
         events_path.as_deref(),
+        env,
     )?;
     Ok(Running {
         started,

@@ -9,7 +9,7 @@ mod wait;
 
 pub use ready::await_event;
 pub use record::Step;
-pub use spawn::{events_file, spawn, spawn_with, Started};
+pub use spawn::{events_file, spawn, spawn_env, spawn_with, Started};
 
 use std::path::Path;
 use std::process::Command;
@@ -72,6 +72,20 @@ pub fn run(
     timeout: Duration,
 ) -> Result<Ended> {
     let started = spawn(exe, args, cwd, stdout, stderr)?;
+    wait_bounded(started.pid, started.started, timeout)
+}
+
+/// As `run`, with environment variables set for the child.
+pub fn run_env(
+    exe: &Path,
+    args: &[String],
+    cwd: &Path,
+    out: (&Path, &Path),
+    env: &[(String, String)],
+    timeout: Duration,
+) -> Result<Ended> {
+    let events = events_file(out.0);
+    let started = spawn_env(exe, args, cwd, out.0, out.1, Some(&events), env)?;
     wait_bounded(started.pid, started.started, timeout)
 }
 

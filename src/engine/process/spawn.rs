@@ -57,6 +57,20 @@ pub fn spawn_with(
     stderr: &Path,
     events: Option<&Path>,
 ) -> Result<Started> {
+    spawn_env(exe, args, cwd, stdout, stderr, events, &[])
+}
+
+/// As `spawn_with`, with environment variables set for the child (a power-loss run's undo
+/// log, a store profile).
+pub fn spawn_env(
+    exe: &Path,
+    args: &[String],
+    cwd: &Path,
+    stdout: &Path,
+    stderr: &Path,
+    events: Option<&Path>,
+    env: &[(String, String)],
+) -> Result<Started> {
     // No new child once the run is interrupted.
     interrupt::check()?;
     let out = File::create(stdout).with_context(|| format!("creating {}", stdout.display()))?;
@@ -75,6 +89,7 @@ pub fn spawn_with(
             command.env_remove(events::EVENTS_ENV);
         }
     }
+    command.envs(env.iter().map(|(k, v)| (k, v)));
     let started = Instant::now();
     command
         .args(args)

@@ -55,7 +55,13 @@ fn pragma_name(sql: &str) -> Option<String> {
     Some(name.rsplit('.').next().unwrap_or("").to_ascii_lowercase())
 }
 
-pub fn check(scenario: &str, p: &Proc<'_>, lab: &crate::engine::Lab, problems: &mut Problems) {
+pub fn check(
+    scenario: &str,
+    p: &Proc<'_>,
+    lab: &crate::engine::Lab,
+    recorded: &BTreeMap<String, String>,
+    problems: &mut Problems,
+) {
     let points = lab.points;
     let mut say = |line: usize, what: String| {
         problems.push((
@@ -78,7 +84,7 @@ pub fn check(scenario: &str, p: &Proc<'_>, lab: &crate::engine::Lab, problems: &
                     if !pragmas().contains(&name) {
                         say(j, format!("`{sql}` runs a pragma SQLite does not know"));
                     }
-                    if let Some(pinned) = pinned(&name, sql) {
+                    if let Some(pinned) = pinned(&name, sql, recorded) {
                         say(j, format!("`{sql}`: every connection sets {name}={pinned}"));
                     }
                 }
@@ -138,7 +144,7 @@ pub fn check(scenario: &str, p: &Proc<'_>, lab: &crate::engine::Lab, problems: &
 
 /// The pinned value when a traced connection pragma sets another (`None`: it agrees, or it
 /// is no pinned pragma). Readers set `query_only=ON` instead of the journal mode.
-fn pinned(name: &str, sql: &str) -> Option<String> {
+fn pinned(name: &str, sql: &str, recorded: &BTreeMap<String, String>) -> Option<String> {
     let value = sql.split_once('=')?.1.trim().trim_end_matches(';').trim();
     let want = PRAGMAS
         .iter()
@@ -149,6 +155,9 @@ fn pinned(name: &str, sql: &str) -> Option<String> {
         trace::classify(sql),
         Kind::Connection | Kind::ForeignKeys(_)
     ));
+    // A store profile pins its own journal mode and synchronous setting: the run's recorded
+    // pragmas (held by the audit to the profile its command names) say which.
+    let want = recorded.get(name).map_or(want, String::as_str);
     (!value.eq_ignore_ascii_case(want)).then(|| want.to_string())
 }
 

@@ -82,7 +82,14 @@ fn resolve(files: &BTreeMap<String, String>, db: &str, phase: &str) -> Option<St
 }
 
 /// Replay every scenario of a driver run in `dir` and return what disagrees.
-pub fn check(dir: &Path, lab: &Lab, scenarios: &[Scenario], processes: &[Process]) -> Problems {
+/// `pragmas`: the ones `processes.json` records every connection pinned.
+pub fn check(
+    dir: &Path,
+    lab: &Lab,
+    scenarios: &[Scenario],
+    processes: &[Process],
+    pragmas: &std::collections::BTreeMap<String, String>,
+) -> Problems {
     let mut problems = Problems::new();
     let rows = match load::rows(dir) {
         Ok(rows) => rows,
@@ -96,7 +103,7 @@ pub fn check(dir: &Path, lab: &Lab, scenarios: &[Scenario], processes: &[Process
     };
     for scenario in scenarios {
         if let Some(mut scene) = scene(dir, lab, scenario, processes, &rows, &mut problems) {
-            replay(&mut scene, lab, &mut problems);
+            replay(&mut scene, lab, pragmas, &mut problems);
         }
     }
     problems
@@ -199,7 +206,12 @@ fn scene<'a>(
     })
 }
 
-fn replay(scene: &mut walk::Scene<'_>, lab: &Lab, problems: &mut Problems) {
+fn replay(
+    scene: &mut walk::Scene<'_>,
+    lab: &Lab,
+    pragmas: &std::collections::BTreeMap<String, String>,
+    problems: &mut Problems,
+) {
     scene.concurrent_writers(problems);
     let mut pins = walk::Pins::new();
     // Each failed search pins a new (observation, process) pair: at most two observations
@@ -211,7 +223,7 @@ fn replay(scene: &mut walk::Scene<'_>, lab: &Lab, problems: &mut Problems) {
             Ok(store) => {
                 problems.extend(found);
                 for p in &scene.procs {
-                    lines::check(scene.name, p, lab, problems);
+                    lines::check(scene.name, p, lab, pragmas, problems);
                     commits::check(scene.name, p, &store, problems);
                     (lab.replay.claims)(&mut claims_api::RoleClaims {
                         scenario: scene.name,

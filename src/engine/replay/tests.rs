@@ -159,7 +159,13 @@ fn run(dir: &Path, rows: &[Spec<'_>]) -> Vec<(String, String)> {
         .iter()
         .map(|s| process(s, (s.name == "bg").then_some(9)))
         .collect();
-    super::check(dir, lab(), &[scenario], &processes)
+    super::check(
+        dir,
+        lab(),
+        &[scenario],
+        &processes,
+        &crate::engine::driver::pragmas(),
+    )
 }
 
 #[test]
@@ -247,7 +253,13 @@ fn a_statement_that_fails_in_the_replay_must_have_failed_in_the_run() {
     );
     let scenario = scenario();
     let processes: Vec<Process> = scenario.steps.iter().map(|s| process(s, None)).collect();
-    let problems = super::check(dir.path(), lab(), &[scenario], &processes);
+    let problems = super::check(
+        dir.path(),
+        lab(),
+        &[scenario],
+        &processes,
+        &crate::engine::driver::pragmas(),
+    );
     let text = format!("{problems:?}");
     assert!(
         text.contains(
@@ -289,7 +301,13 @@ fn interleaved(dir: &Path, trace: &str) -> Vec<(String, String)> {
     }]);
     fs::write(dir.join("database-files.json"), rows.to_string()).unwrap();
     let processes = vec![process(&scenario.steps[0], None)];
-    super::check(dir, lab(), &[scenario], &processes)
+    super::check(
+        dir,
+        lab(),
+        &[scenario],
+        &processes,
+        &crate::engine::driver::pragmas(),
+    )
 }
 
 #[test]

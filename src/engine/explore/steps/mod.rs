@@ -9,13 +9,14 @@ use std::time::Duration;
 
 use anyhow::Result;
 
+mod cut;
 mod record;
 
 use crate::engine::evidence::Process;
 use crate::engine::process::{self, Ended, Started};
 use crate::events::{self, Event};
 use crate::fail;
-pub use record::{Crash, Env, StepRecord};
+pub use record::{Crash, Env, PowerDesign, StepRecord};
 
 /// A process started in the background and not stopped yet.
 pub struct Background {
@@ -47,6 +48,12 @@ pub struct Steps<'a> {
     started: usize,
     /// The lab's last reading of the files, valid while no process runs (`memo`).
     memo: Option<Box<dyn Any + Send>>,
+    /// Environment every process of the case gets (the undo log, the store profile).
+    vars: Vec<(String, String)>,
+    /// Background steps a power cut killed: they end by its SIGKILL.
+    cut_killed: Vec<String>,
+    /// Every background step started: its pid and name.
+    background: Vec<(libc::pid_t, String)>,
 }
 
 impl<'a> Steps<'a> {
@@ -70,6 +77,9 @@ impl<'a> Steps<'a> {
             reaper: process::Reaper(Vec::new()),
             started: 0,
             memo: None,
+            vars: crate::engine::crash_mode::role_env(env.nemesis, &env.profile, work),
+            cut_killed: Vec::new(),
+            background: Vec::new(),
         }
     }
 
@@ -139,14 +149,18 @@ impl<'a> Steps<'a> {
     /// Start a role of this case in the background, its files named `name`, under the
     /// reaper (killed should the case end early).
     fn spawn(&mut self, name: &str, argv: &[String]) -> Result<process::Started> {
-        let started = process::spawn(
+        let stdout = self.case_dir.join(format!("{name}.stdout.txt"));
+        let started = process::spawn_env(
             self.env.exe,
             argv,
             self.work,
-            &self.case_dir.join(format!("{name}.stdout.txt")),
+            &stdout,
             &self.case_dir.join(format!("{name}.stderr.txt")),
+            Some(&process::events_file(&stdout)),
+            &self.vars,
         )?;
         self.reaper.0.push(started.pid);
+        self.background.push((started.pid, name.to_string()));
         Ok(started)
     }
 
@@ -180,16 +194,20 @@ impl<'a> Steps<'a> {
         let ended = if armed && self.env.nemesis.needs_kill() {
             self.run_until_crash(&name, &argv)?
         } else {
-            process::run(
+            process::run_env(
                 self.env.exe,
                 &argv,
                 self.work,
-                &self.case_dir.join(format!("{name}.stdout.txt")),
-                &self.case_dir.join(format!("{name}.stderr.txt")),
+                (
+                    &self.case_dir.join(format!("{name}.stdout.txt")),
+                    &self.case_dir.join(format!("{name}.stderr.txt")),
+                ),
+                &self.vars,
                 self.env.timeout,
             )?
         };
         self.record(name, argv, armed, ended);
+        self.after_crash(armed)?;
         Ok(())
     }
 
@@ -274,7 +292,9 @@ impl<'a> Steps<'a> {
         };
         let ended = process::stop(&bg.started, !crashing, bound)?;
         self.reaper.0.retain(|p| *p != bg.started.pid);
+        let armed = bg.armed;
         self.record(bg.name, bg.argv, bg.armed, ended);
+        self.after_crash(armed)?;
         Ok(())
     }
 
@@ -301,6 +321,7 @@ impl<'a> Steps<'a> {
             self.armed_running = None;
         }
         let expected_exit = match crash {
+            _ if self.cut_killed.contains(&name) => 128 + libc::SIGKILL,
             Some(c) if c.expect_reached => self.env.nemesis.expected_exit(),
             // Armed where the probe never saw the point: the phase says it was not reached.
             Some(_) => fail::EXIT_NOT_REACHED,
@@ -332,6 +353,12 @@ impl<'a> Steps<'a> {
             events,
             events_error,
         });
+    }
+
+    /// What an ended process wrote on stderr (empty when unreadable).
+    pub(in crate::engine::explore) fn stderr_of(&self, name: &str) -> String {
+        std::fs::read_to_string(self.case_dir.join(format!("{name}.stderr.txt")))
+            .unwrap_or_default()
     }
 
     /// Every background step was stopped.

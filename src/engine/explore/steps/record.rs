@@ -20,6 +20,21 @@ pub struct Env<'a> {
     pub timeout: Duration,
     /// The lab's kind of store: the cases' snapshots and kept databases go through it.
     pub store: &'a dyn crate::engine::state::StateStore,
+    /// Under power loss, the run's designs (store profile × cut style); empty otherwise.
+    pub power: &'a [PowerDesign],
+    /// The store profile the case's roles pin (a case of a power design: its own).
+    pub profile: crate::power::profile::Profile,
+}
+
+/// Under power loss a design of the run is a store profile under one cut style: the lab's
+/// own design (its first, the correct one) runs with every role pinning the profile, and
+/// every crash is that cut.
+pub struct PowerDesign {
+    /// `<profile>/<cut>`, as the table, the predictions and the evidence name it.
+    pub name: &'static str,
+    pub lab_design: &'static str,
+    pub profile: crate::power::profile::Profile,
+    pub nemesis: &'static dyn Nemesis,
 }
 
 /// The crash of a case: `point@hit`, armed in the first scenario step of `role`.

@@ -244,6 +244,8 @@ fn pass(
         deadline: CHILD_TIMEOUT,
         trace,
         events: false,
+        cut: None,
+        env: Vec::new(),
     };
     let e2e = pipeline::run(
         exe,

@@ -11,13 +11,16 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 
+use crate::engine::crash_mode::{self, CrashMode, PowerArgs};
 use crate::engine::driver::claim_out;
 use crate::engine::load::pipeline::{self, Outcome, Schedule, LOGS};
 use crate::engine::load::profile::{LoadProfile, Shape, Verdict};
 use crate::engine::load::progress::Progress;
 use crate::engine::load::{kills, lifecycle, roles};
+use crate::engine::nemesis::{power_loss, Nemesis, POWER_CUTS_NAME};
 use crate::engine::Lab;
 use crate::fail;
+use crate::power::cut::Style;
 pub use report::{run_problems, Report};
 
 /// A chaos run's options, as `crashlab chaos` parses them and its audit reads them back.
@@ -53,9 +56,29 @@ pub struct Options {
     /// Evidence directory (must not exist): processes.json, chaos.json, logs/, db/
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
+    /// power-loss: each kill moment kills every role and cuts the files (what was never
+    /// synced is lost, --cut, seeded by --seed); default: one role SIGKILLed, files kept
+    #[arg(long, value_enum, value_name = "power-loss")]
+    pub crash_mode: Option<CrashMode>,
+    #[command(flatten)]
+    pub power: PowerArgs,
 }
 
 impl Options {
+    /// The cut every kill moment makes, under power loss.
+    pub fn cut(&self) -> Option<(Style, u64)> {
+        (self.crash_mode == Some(CrashMode::PowerLoss))
+            .then(|| (self.power.cut.unwrap_or(Style::Drop), self.seed))
+    }
+
+    /// What `processes.json` records as the run's crash mode.
+    pub fn crash_mode_name(&self) -> &'static str {
+        match self.crash_mode {
+            Some(mode) => mode.name(),
+            None => kills::NEMESIS.name(),
+        }
+    }
+
     pub fn shape(&self) -> Shape {
         Shape {
             messages: self.messages,
@@ -73,10 +96,17 @@ pub const TIMEOUT_MS_MAX: u64 = 3_600_000;
 
 /// The command that replays this run: same seed, same schedule, same values.
 pub fn replay_command(lab: &Lab, o: &Options) -> String {
-    format!(
+    let mut command = format!(
         "crashlab chaos {} --messages {} --consumers {} --kills {} --seed {} --batch {} --lease-ms {}",
         lab.id, o.messages, o.consumers, o.kills, o.seed, o.batch, o.lease_ms
-    )
+    );
+    if let Some((style, _)) = o.cut() {
+        command.push_str(&format!(" --crash-mode power-loss --cut {}", style.name()));
+    }
+    if let Some(name) = &o.power.store_profile {
+        command.push_str(&format!(" --store-profile {name}"));
+    }
+    command
 }
 
 /// Out of range: one line, exit 2.
@@ -99,6 +129,29 @@ pub fn validate(profile: &dyn LoadProfile, o: &Options) -> Result<()> {
         1,
         TIMEOUT_MS_MAX,
     )?;
+    match o.crash_mode {
+        None | Some(CrashMode::PowerLoss) => {}
+        Some(other) => {
+            return Err(fail::usage(format!(
+                "chaos --crash-mode {}: chaos kills from outside with SIGKILL, or cuts the power (power-loss); the process crashes are the driver's and explore's",
+                other.name()
+            )))
+        }
+    }
+    if o.power.cut.is_some() && o.crash_mode.is_none() {
+        return Err(fail::usage(
+            "--cut is for --crash-mode power-loss only (chaos's default is a SIGKILL)",
+        ));
+    }
+    let store = o.power.profile()?;
+    // Chaos watches the files while the roles run, holding them open in WAL mode: a role
+    // cannot leave WAL then (it needs the file alone), and would wait on its lock forever.
+    if store.journal_mode != "wal" {
+        return Err(fail::usage(format!(
+            "--store-profile {}: chaos keeps the databases open in WAL mode while its roles run, so a rollback journal cannot be pinned; run it under driver or explore",
+            store.name
+        )));
+    }
     Ok(())
 }
 
@@ -169,6 +222,15 @@ pub fn run(
         deadline: Duration::from_millis(o.timeout_ms),
         trace: true,
         events: true,
+        cut: o.cut(),
+        env: crash_mode::role_env(
+            match o.cut() {
+                Some((style, seed)) => power_loss(style, seed),
+                None => &kills::NEMESIS,
+            },
+            &o.power.profile()?,
+            &work,
+        ),
     };
     let started = Instant::now();
     let mut bar = Progress::new("chaos", profile.units(o.messages));
@@ -197,6 +259,9 @@ pub fn run(
             return Err(e.context(format!("chaos run (seed {}){at}", o.seed)));
         }
     };
+    // The undo log and its stash are no evidence (they hold the old bytes of every write,
+    // and the cut's summaries say what it did); every process has ended.
+    remove_power_files(&work)?;
     let mut read = |rel: &str| fs::read_to_string(root.join(rel)).ok();
     let (verdict, problems) = verdict(profile, &work, o, &outcome.processes, &mut read)?;
     let report = Report::new(lab, o, &outcome, &verdict, problems);
@@ -217,4 +282,21 @@ pub fn run(
     } else {
         fail::EXIT_FAILED
     })
+}
+
+/// Remove what the shim VFS and the cut leave in the work directory: the undo log, its
+/// stash of unlinked files, and the cut's own record (the run keeps the summaries itself).
+fn remove_power_files(work: &Path) -> Result<()> {
+    for name in [crate::power::LOG_NAME, POWER_CUTS_NAME] {
+        match fs::remove_file(work.join(name)) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e).with_context(|| format!("removing {name}")),
+        }
+    }
+    match fs::remove_dir_all(work.join(crate::power::undo::STASH_DIR)) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(e).context("removing the undo log's stash"),
+    }
 }

@@ -8,13 +8,12 @@ use anyhow::Result;
 use serde::Serialize;
 
 use super::{replay_command, Options};
-use crate::engine::driver::pragmas;
+use crate::engine::driver::pragmas_of;
 use crate::engine::evidence::{self, Processes};
 use crate::engine::jepsen::Found;
-use crate::engine::load::kills::NEMESIS;
 use crate::engine::load::pipeline::Outcome;
 use crate::engine::load::profile::{LoadProfile, Verdict};
-use crate::engine::nemesis::Nemesis;
+use crate::engine::nemesis::POWER_CUTS_NAME;
 use crate::engine::state::SQLITE;
 use crate::engine::Lab;
 use crate::store;
@@ -128,9 +127,9 @@ pub fn write_evidence(
         crashlab_version: env!("CARGO_PKG_VERSION").to_string(),
         git: evidence::build_checkout().and_then(|c| evidence::git_state(&c)),
         sqlite_version: store::sqlite_version(),
-        pragmas: pragmas(),
+        pragmas: pragmas_of(&o.power.profile()?),
         command: full,
-        crash_mode: NEMESIS.name().into(),
+        crash_mode: o.crash_mode_name().into(),
         step_timeout_ms: o.process_timeout_ms,
         moved_crashes: Vec::new(),
         total_wall_ms: 0.0,
@@ -146,6 +145,16 @@ pub fn write_evidence(
     evidence::write_database_files(dir, &rows)?;
     evidence::write_json(dir, "chaos.json", report)?;
     evidence::write_json(dir, "kills.json", &outcome.kills)?;
+    if o.cut().is_some() {
+        let mut text = String::new();
+        for cut in &outcome.cuts {
+            text.push_str(&serde_json::to_string(cut)?);
+            text.push('\n');
+        }
+        anyhow::Context::with_context(std::fs::write(dir.join(POWER_CUTS_NAME), text), || {
+            format!("writing {POWER_CUTS_NAME}")
+        })?;
+    }
     processes.total_wall_ms = (started.elapsed().as_secs_f64() * 1e6).round() / 1000.0;
     evidence::write_json(dir, evidence::PROCESSES, &processes)?;
     evidence::write_manifest(dir)?;

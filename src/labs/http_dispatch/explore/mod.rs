@@ -6,6 +6,7 @@
 //! the dispatcher holds an attempt without a receipt as unknown instead of resending it).
 
 mod check;
+mod power_predictions;
 mod state;
 mod visible;
 
@@ -159,6 +160,10 @@ impl ExplorePlan for Exploration {
             ran = true;
         }
         Ok(ran)
+    }
+
+    fn power_predictions(&self) -> &'static [Prediction] {
+        power_predictions::POWER_PREDICTIONS
     }
 
     fn judge(&self, steps: &Steps<'_>) -> Result<Judgement> {

@@ -4,6 +4,7 @@
 //! variants, each with the exact points and hits where it must break.
 
 mod check;
+mod power_predictions;
 mod predictions;
 mod state;
 mod visible;
@@ -152,6 +153,10 @@ impl ExplorePlan for Exploration {
             ran = true;
         }
         Ok(ran)
+    }
+
+    fn power_predictions(&self) -> &'static [Prediction] {
+        power_predictions::POWER_PREDICTIONS
     }
 
     fn judge(&self, steps: &Steps<'_>) -> Result<Judgement> {

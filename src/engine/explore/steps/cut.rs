@@ -1,0 +1,44 @@
+//! A case under power loss: after the armed step ended crashed, every other process is
+//! killed and the nemesis cuts the work directory before any other step runs.
+
+use anyhow::Result;
+
+use super::Steps;
+use crate::engine::process;
+
+impl Steps<'_> {
+    /// After the armed step ended crashed, the nemesis acts on the files (a power cut takes
+    /// back what was never synced) before any other step runs. A cut acts on files nobody
+    /// holds open, as after a reboot: every other process of the case is killed first (and
+    /// recorded as ended by the cut when the lab stops it).
+    pub(super) fn after_crash(&mut self, armed: bool) -> Result<()> {
+        let Some(record) = self.records.last() else {
+            return Ok(());
+        };
+        let crashed = armed && record.crashed();
+        if !crashed || self.env.nemesis.name() != "power-loss" {
+            return Ok(());
+        }
+        let point = self.crash.map(|c| c.point).unwrap_or_default();
+        for pid in &self.reaper.0 {
+            // SAFETY: kill has no memory effects; a reaper's pid is an unreaped child.
+            unsafe { libc::kill(*pid, libc::SIGKILL) };
+            // Dead before the cut, left unreaped for the lab's `stop` to record.
+            process::waitid_nowait(*pid, libc::WEXITED)?;
+        }
+        let killed: Vec<String> = self
+            .background
+            .iter()
+            .filter(|(pid, _)| self.reaper.0.contains(pid))
+            .map(|(_, name)| name.clone())
+            .collect();
+        self.cut_killed.extend(killed);
+        self.memo = None;
+        self.env
+            .nemesis
+            .after_crash(&crate::engine::nemesis::Aftermath {
+                work_dir: self.work,
+                point,
+            })
+    }
+}
