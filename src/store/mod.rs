@@ -11,14 +11,16 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
+mod explain;
 mod sqlite;
 
 #[cfg(test)]
 mod tests;
 
+pub use explain::explain;
 pub use sqlite::{
-    explain, open, open_existing, open_traced, rows, sqlite_version, Db, APPLICATION_ID,
-    BUSY_TIMEOUT_MS, PRAGMAS,
+    open, open_existing, open_traced, rows, sqlite_version, Db, APPLICATION_ID, BUSY_TIMEOUT_MS,
+    PRAGMAS,
 };
 
 /// One kind of database: its short name in traces, its schema and its version tag.
