@@ -241,6 +241,48 @@ fn a_parked_message_is_replayed_once_after_its_fix() {
     assert_eq!(v["queue"]["dead_replayed"], 1);
 }
 
+/// A replay that crashed after the receiver's commit has applied the message with its
+/// amount; run again with another `--amount`, it says the amount that was applied and
+/// leaves the dead letter as the receiver holds it, instead of claiming the new one.
+#[test]
+fn a_replay_run_again_with_another_amount_reports_the_amount_applied() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    run_ok(
+        d,
+        &[
+            "poison-produce",
+            "--queue",
+            "queue.db",
+            "--amounts",
+            "25,5000,30",
+        ],
+    );
+    run_ok(d, &with_files("poison-consume", &["--backoff-ms", "0"]));
+    let mut crashed = with_files("poison-replay", &["--message", "M2", "--amount", "500"]);
+    crashed.extend(["--crash-at", "poison-replay.after-apply-commit"]);
+    let out = crashlab(d, &crashed);
+    assert_eq!(code(&out), 73, "{}", stderr(&out));
+    let again = run_ok(
+        d,
+        &with_files("poison-replay", &["--message", "M2", "--amount", "600"]),
+    );
+    assert!(again.contains("REPLAYED message M2 amount 500 "), "{again}");
+    assert!(!again.contains("amount 600\n"), "{again}");
+    let v = verify(d);
+    assert_eq!(v["receiver"]["total"], 555);
+    assert_eq!(v["queue"]["dead_replayed"], 1);
+    let letter = rusqlite::Connection::open(d.join("queue.db"))
+        .unwrap()
+        .query_row(
+            "SELECT amount FROM dead_letters WHERE message_id = 'M2'",
+            [],
+            |r| r.get::<_, i64>(0),
+        )
+        .unwrap();
+    assert_eq!(letter, 500, "the dead letter holds the amount applied");
+}
+
 #[test]
 fn bad_input_is_one_line_with_its_exit_code_and_nothing_left_behind() {
     let tmp = tempfile::tempdir().unwrap();
