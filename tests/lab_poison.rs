@@ -241,6 +241,48 @@ fn a_parked_message_is_replayed_once_after_its_fix() {
     assert_eq!(v["queue"]["dead_replayed"], 1);
 }
 
+/// A replay that crashed after the receiver's commit has applied the message with its
+/// amount; run again with another `--amount`, it says the amount that was applied and
+/// leaves the dead letter as the receiver holds it, instead of claiming the new one.
+#[test]
+fn a_replay_run_again_with_another_amount_reports_the_amount_applied() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    run_ok(
+        d,
+        &[
+            "poison-produce",
+            "--queue",
+            "queue.db",
+            "--amounts",
+            "25,5000,30",
+        ],
+    );
+    run_ok(d, &with_files("poison-consume", &["--backoff-ms", "0"]));
+    let mut crashed = with_files("poison-replay", &["--message", "M2", "--amount", "500"]);
+    crashed.extend(["--crash-at", "poison-replay.after-apply-commit"]);
+    let out = crashlab(d, &crashed);
+    assert_eq!(code(&out), 73, "{}", stderr(&out));
+    let again = run_ok(
+        d,
+        &with_files("poison-replay", &["--message", "M2", "--amount", "600"]),
+    );
+    assert!(again.contains("REPLAYED message M2 amount 500 "), "{again}");
+    assert!(!again.contains("amount 600\n"), "{again}");
+    let v = verify(d);
+    assert_eq!(v["receiver"]["total"], 555);
+    assert_eq!(v["queue"]["dead_replayed"], 1);
+    let letter = rusqlite::Connection::open(d.join("queue.db"))
+        .unwrap()
+        .query_row(
+            "SELECT amount FROM dead_letters WHERE message_id = 'M2'",
+            [],
+            |r| r.get::<_, i64>(0),
+        )
+        .unwrap();
+    assert_eq!(letter, 500, "the dead letter holds the amount applied");
+}
+
 #[test]
 fn bad_input_is_one_line_with_its_exit_code_and_nothing_left_behind() {
     let tmp = tempfile::tempdir().unwrap();
@@ -336,4 +378,81 @@ fn bad_input_is_one_line_with_its_exit_code_and_nothing_left_behind() {
     );
     // The refused replays opened no receiver.
     assert!(!d.join("receiver.db").exists());
+}
+
+/// Each printed claim of the consumer and the replay is held to the statements it follows:
+/// a REJECTED line naming another message, a STALLED line with another count, a DUPLICATE
+/// line dropped, a REPLAYED line with another amount. Each changed line alone fails the
+/// audit, which names its stdout.
+#[test]
+fn a_changed_claim_line_of_the_consumer_or_the_replay_fails_the_audit_naming_its_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = crashlab(tmp.path(), &["driver", "f2", "--out", "ev"]);
+    assert_eq!(code(&out), 0, "{}\n{}", stdout(&out), stderr(&out));
+    let ev = tmp.path().join("ev");
+    let tampers: &[(&str, &str, &str)] = &[
+        (
+            "retry-then-skip/park-crash.stdout.txt",
+            "REJECTED message M2:",
+            "REJECTED message M3:",
+        ),
+        (
+            "retry-forever/consume-stall.stdout.txt",
+            " recorded, ",
+            "0 recorded, ",
+        ),
+        (
+            "retry-forever/consume-stall.stdout.txt",
+            "2 messages waiting",
+            "0 messages waiting",
+        ),
+        (
+            "retry-forever/consume-stall.stdout.txt",
+            "3 failed attempts in this run",
+            "2 failed attempts in this run",
+        ),
+        (
+            "retry-then-skip/replay-recover.stdout.txt",
+            "DUPLICATE message M2 already credited\n",
+            "",
+        ),
+        (
+            "retry-then-skip/replay-recover.stdout.txt",
+            "REPLAYED message M2 amount 500",
+            "REPLAYED message M2 amount 900",
+        ),
+    ];
+    for (file, from, to) in tampers {
+        let copy = tmp.path().join("copy");
+        let _ = fs::remove_dir_all(&copy);
+        let cp = std::process::Command::new("cp")
+            .arg("-r")
+            .arg(&ev)
+            .arg(&copy)
+            .status()
+            .unwrap();
+        assert!(cp.success());
+        let log = copy.join(file);
+        let text = fs::read_to_string(&log).unwrap();
+        assert!(text.contains(from), "{file}: {from}");
+        fs::write(&log, text.replacen(from, to, 1)).unwrap();
+        let audit = crashlab(tmp.path(), &["audit", "copy"]);
+        assert_eq!(
+            code(&audit),
+            1,
+            "{file}: {from} -> {to}\n{}",
+            stdout(&audit)
+        );
+        // Beyond the manifest's hash: the line itself is named as a claim the replay denies.
+        let said = stdout(&audit);
+        let claims: Vec<&str> = said
+            .lines()
+            .filter(|l| l.starts_with(&format!("{file}: ")) && !l.contains("sha256"))
+            .collect();
+        assert!(
+            !claims.is_empty(),
+            "{file}: {from} -> {to}\n{}",
+            stdout(&audit)
+        );
+    }
 }

@@ -279,3 +279,50 @@ fn an_interrupt_while_a_consumer_is_paused_leaves_nothing_behind() {
         "no evidence from an interrupted run"
     );
 }
+
+/// The consumer's RESPONSE, ACKED and LEASE-LOST lines are held to its claim, the reply it
+/// recorded and its ack: each changed alone fails the audit, which names the stdout.
+#[test]
+fn a_changed_response_or_ack_line_fails_the_audit_naming_its_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = crashlab(tmp.path(), &["driver", "f3", "--out", "ev"]);
+    assert_eq!(code(&out), 0, "{}\n{}", stdout(&out), stderr(&out));
+    let ev = tmp.path().join("ev");
+    let a = "keyed-pause-before-call/consumer-a.stdout.txt";
+    let b = "keyed-pause-before-call/consumer-b.stdout.txt";
+    let tampers: &[(&str, &str, &str)] = &[
+        (a, "status 200 replayed", "status 200"),
+        (a, "message M1 delivery 1 ", "message M1 delivery 2 "),
+        (b, "status 200", "status 201"),
+        (b, "ACKED message M1 by B", "LEASE-LOST message M1 by B"),
+    ];
+    for (file, from, to) in tampers {
+        let copy = tmp.path().join("copy");
+        let _ = std::fs::remove_dir_all(&copy);
+        let cp = std::process::Command::new("cp")
+            .arg("-r")
+            .arg(&ev)
+            .arg(&copy)
+            .status()
+            .unwrap();
+        assert!(cp.success());
+        let log = copy.join(file);
+        let text = std::fs::read_to_string(&log).unwrap();
+        assert!(text.contains(from), "{file}: {from}\n{text}");
+        std::fs::write(&log, text.replacen(from, to, 1)).unwrap();
+        let audit = crashlab(tmp.path(), &["audit", "copy"]);
+        assert_eq!(
+            code(&audit),
+            1,
+            "{file}: {from} -> {to}\n{}",
+            stdout(&audit)
+        );
+        // Beyond the manifest's hash: the line itself is named as a claim the replay denies.
+        let said = stdout(&audit);
+        let claims: Vec<&str> = said
+            .lines()
+            .filter(|l| l.starts_with(&format!("{file}: ")) && l.contains(" but the "))
+            .collect();
+        assert!(!claims.is_empty(), "{file}: {from} -> {to}\n{said}");
+    }
+}

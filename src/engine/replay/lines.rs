@@ -124,6 +124,7 @@ pub fn check(
             }
         }
     }
+    pauses(&p.lines, &mut say);
     // A point counts its hits 1, 2, 3; several workers may print theirs out of order.
     let threaded = p.threaded;
     for (name, mut seen) in hits {
@@ -137,6 +138,37 @@ pub fn check(
                     format!("POINT {name} #{hit}, but this is its hit number {}", n + 1),
                 );
                 break;
+            }
+        }
+    }
+}
+
+/// A role stops itself right after its `PAUSED` line and prints `RESUMED` first thing once
+/// continued (pause.rs): the line after a `PAUSED` line is its `RESUMED` line (or there is
+/// none: it was killed while stopped), and a `RESUMED` line follows its `PAUSED` line.
+fn pauses(lines: &[Line], say: &mut dyn FnMut(usize, String)) {
+    let other = |j: usize| match lines.get(j) {
+        Some(Line::Other(t)) => Some(t.as_str()),
+        _ => None,
+    };
+    for j in 0..lines.len() {
+        let text = other(j).unwrap_or("");
+        if let Some(rest) = text.strip_prefix("PAUSED ") {
+            let point = rest.split_whitespace().next().unwrap_or("");
+            let want = crate::pause::resumed_line(point);
+            if j + 1 < lines.len() && other(j + 1) != Some(want.as_str()) {
+                say(
+                    j + 1,
+                    format!("'{text}' is followed by another line than '{want}'"),
+                );
+            }
+        } else if let Some(point) = text.strip_prefix("RESUMED ") {
+            let before = j.checked_sub(1).and_then(other).unwrap_or("");
+            let paused = before
+                .strip_prefix("PAUSED ")
+                .and_then(|r| r.split_whitespace().next());
+            if paused != Some(point) {
+                say(j, format!("'{text}' follows no PAUSED line of its point"));
             }
         }
     }
@@ -185,5 +217,26 @@ mod tests {
             assert!(pragmas().contains(known), "{known}");
         }
         assert!(!pragmas().contains("user_vession"));
+    }
+
+    #[test]
+    fn a_paused_line_is_followed_by_its_resumed_line_or_ends_the_trace() {
+        let lines = |texts: &[&str]| -> Vec<Line> {
+            texts.iter().map(|t| Line::Other(t.to_string())).collect()
+        };
+        let said = |texts: &[&str]| {
+            let mut out = Vec::new();
+            pauses(&lines(texts), &mut |j, what| out.push((j, what)));
+            out
+        };
+        assert!(said(&["PAUSED c.p #1", "RESUMED c.p", "ACKED"]).is_empty());
+        assert!(said(&["POINT c.p #1", "PAUSED c.p #1"]).is_empty());
+        let dropped = said(&["PAUSED c.p #1", "ACKED"]);
+        assert_eq!(dropped.len(), 1, "{dropped:?}");
+        assert_eq!(dropped[0].0, 1);
+        let alone = said(&["ACKED", "RESUMED c.p"]);
+        assert_eq!(alone.len(), 1, "{alone:?}");
+        assert!(alone[0].1.contains("follows no PAUSED line"), "{alone:?}");
+        assert_eq!(said(&["PAUSED c.p #1", "RESUMED c.q"]).len(), 2);
     }
 }

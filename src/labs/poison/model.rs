@@ -64,9 +64,16 @@ pub fn parse_amounts(text: &str) -> Result<Amounts, String> {
         .iter()
         .enumerate()
         .map(|(i, w)| {
-            let amount: i64 = w
-                .parse()
-                .map_err(|_| format!("amount {} '{w}' is not a whole number", i + 1))?;
+            let digits = w.strip_prefix('-').unwrap_or(w);
+            let whole = !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit());
+            let amount: i64 = w.parse().map_err(|_| match whole {
+                // A whole number too long for i64 is out of range, not malformed.
+                true => format!(
+                    "amount {} ({w}) is out of range (-{AMOUNT_ABS_MAX} to {AMOUNT_ABS_MAX})",
+                    i + 1
+                ),
+                false => format!("amount {} '{w}' is not a whole number", i + 1),
+            })?;
             if amount.abs() > AMOUNT_ABS_MAX {
                 return Err(format!(
                     "amount {} ({amount}) is out of range (-{AMOUNT_ABS_MAX} to {AMOUNT_ABS_MAX})",
@@ -116,6 +123,10 @@ mod tests {
         assert!(parse_amounts(&format!("{}", AMOUNT_ABS_MAX + 1))
             .unwrap_err()
             .contains("out of range"));
+        for huge in ["99999999999999999999999", "-99999999999999999999999"] {
+            let e = parse_amounts(huge).unwrap_err();
+            assert!(e.contains("out of range"), "{e}");
+        }
         let many = vec!["1"; MESSAGES_MAX + 1].join(",");
         assert!(parse_amounts(&many).unwrap_err().contains("more than"));
         assert_eq!(parse_amount("500"), Ok(500));

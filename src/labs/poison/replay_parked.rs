@@ -48,6 +48,15 @@ fn status_of(queue: &Db, message: &str) -> rusqlite::Result<Option<String>> {
         .optional()
 }
 
+/// The amount the receiver credited for `message` (None: not credited).
+fn credited_amount(receiver: &Db, message: &str) -> rusqlite::Result<Option<i64>> {
+    receiver
+        .conn
+        .prepare_cached("SELECT amount FROM credits WHERE message_id = ?1")?
+        .query_row([message], |r| r.get(0))
+        .optional()
+}
+
 fn fix(queue: &Db, message: &str, amount: i64) -> rusqlite::Result<()> {
     queue.conn.execute_batch("BEGIN IMMEDIATE")?;
     queue
@@ -127,15 +136,21 @@ pub fn run(o: &Options<'_>) -> Result<Replayed> {
     // The receiver is opened only once there is something to replay.
     let receiver = store::open(o.receiver, &RECEIVER, Access::WriteCreate)?;
     let r_shown = o.receiver.display().to_string();
-    let amount = match o.amount {
-        Some(a) if a != parked_amount => {
+    let on_receiver = |e| store::explain(e, "receiver", &r_shown);
+    // An earlier replay that crashed after the receiver's commit already applied the message:
+    // its amount is the one applied, and a different --amount now is neither written into
+    // the dead letter nor claimed (the receiver's key absorbs the credit either way).
+    let credited = credited_amount(&receiver, m).map_err(on_receiver)?;
+    let amount = match (credited, o.amount) {
+        (Some(c), _) => c,
+        (None, Some(a)) if a != parked_amount => {
             fix(&queue, m, a).map_err(on_queue)?;
             a
         }
-        _ => parked_amount,
+        (None, _) => parked_amount,
     };
     let applied = apply::credit(&receiver, m, amount, points::REPLAY_AFTER_APPLY_COMMIT)
-        .map_err(|e| store::explain(e, "receiver", &r_shown))?;
+        .map_err(on_receiver)?;
     if let Applied::Refused(reason) = applied {
         let attempts = refused(&queue, m, &reason).map_err(on_queue)?;
         return Err(fail::failed(format!(
@@ -143,6 +158,12 @@ pub fn run(o: &Options<'_>) -> Result<Replayed> {
         )));
     }
     mark_replayed(&queue, m).map_err(on_queue)?;
-    out::line(&format!("REPLAYED message {m} amount {amount}"));
+    let note = match o.amount {
+        Some(a) if credited.is_some() && a != amount => {
+            format!(" (credited by an earlier run; --amount {a} not applied)")
+        }
+        _ => String::new(),
+    };
+    out::line(&format!("REPLAYED message {m} amount {amount}{note}"));
     Ok(Replayed::Now)
 }
