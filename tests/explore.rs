@@ -450,6 +450,10 @@ fn bad_input_is_one_line_and_exit_2() {
         ),
         (vec!["explore", "99", "--out", fresh], "unknown lab '99'"),
         (
+            vec!["explore", "14", "--variants", "all,correct", "--out", fresh],
+            "'all' stands alone in --variants",
+        ),
+        (
             vec!["explore", "13", "--variants", "bogus", "--out", fresh],
             "unknown mode 'bogus'; known: all, keyed, unkeyed, unkeyed-hold",
         ),
