@@ -70,6 +70,31 @@ pub struct Report {
     /// The lab's words for the exporters.
     #[serde(skip)]
     pub words: &'static Words,
+    /// Whether every design and every point of the lab ran: only then may the verdict line
+    /// speak of them all, as the lab's words do.
+    #[serde(skip)]
+    pub whole: bool,
+}
+
+impl Report {
+    /// The verdict line of a passing run: the lab's own words when the whole matrix ran; a
+    /// run narrowed by `--variants` or `--points` says only what it ran.
+    pub fn pass_line(&self, svg: bool) -> String {
+        debug_assert!(self.ok, "a pass line for a passing run only");
+        if self.whole {
+            let words = if svg {
+                self.words.svg_pass
+            } else {
+                self.words.pass
+            };
+            return words.to_string();
+        }
+        format!(
+            "PASS: {} held or broke exactly where predicted at the {} run (not the whole matrix)",
+            self.variants.join(", "),
+            crate::out::plural(self.points.len(), "point", "points")
+        )
+    }
 }
 
 fn summary(variant: &'static str, cases: &[CaseResult]) -> Summary {
@@ -121,6 +146,11 @@ pub fn explore(
     dir: &Path,
 ) -> Result<Report> {
     let started = Instant::now();
+    let designs_all = match run.power.is_empty() {
+        true => plan.designs().len(),
+        false => super::power::designs(plan, "all", None, None)?.len(),
+    };
+    let whole = run.designs.len() == designs_all && run.points.len() == lab.points.len();
     let exe = std::env::current_exe().context("locating the crashlab binary")?;
     // The children run in their work directories and write their events here.
     let dir = &std::path::absolute(dir).context("resolving the output directory")?;
@@ -208,6 +238,7 @@ pub fn explore(
         } else {
             super::power::words(plan.words())
         },
+        whole,
     };
     std::fs::write(
         dir.join("explore.json"),

@@ -87,9 +87,9 @@ pub fn render(lab: &Lab, report: &Report) -> String {
         s,
         "\n**{}**",
         if report.ok {
-            report.words.pass
+            report.pass_line(false)
         } else {
-            "FAIL: the run differs from what the designs predict"
+            "FAIL: the run differs from what the designs predict".to_string()
         }
     );
     s

@@ -96,9 +96,9 @@ pub fn render(report: &Report) -> String {
         .map(|b| (group_w.max(px(b.variant, FONT)) + GROUP_GAP) as usize)
         .collect::<Vec<_>>();
     let verdict = if report.ok {
-        report.words.svg_pass
+        report.pass_line(true)
     } else {
-        "FAIL: the run differs from what the designs predict"
+        "FAIL: the run differs from what the designs predict".to_string()
     };
     let width = [
         left + group_widths.iter().sum::<usize>() as i32 + MARGIN,
@@ -107,7 +107,7 @@ pub fn render(report: &Report) -> String {
         2 * MARGIN + px(&title, TITLE_FONT).max(px(&widest_title, TITLE_FONT)),
         2 * MARGIN + px(&key, FONT),
         2 * MARGIN + legend_w,
-        2 * MARGIN + px(verdict, FONT),
+        2 * MARGIN + px(&verdict, FONT),
         600,
     ]
     .into_iter()
@@ -222,7 +222,7 @@ pub fn render(report: &Report) -> String {
     let _ = writeln!(
         s,
         r#"<text x="{MARGIN}" y="{y}" font-weight="bold">{}</text>"#,
-        escape(verdict)
+        escape(&verdict)
     );
     for line in &verdict_lines {
         y += 18;

@@ -61,7 +61,7 @@ pub fn render(lab: &Lab, report: &Report, out: &Path) -> String {
         let _ = writeln!(s, "  {finding}");
     }
     if report.ok {
-        let _ = writeln!(s, "{}", report.words.pass);
+        let _ = writeln!(s, "{}", report.pass_line(false));
     } else {
         for d in &report.differences {
             let _ = writeln!(s, "  differs: {d}");
