@@ -43,15 +43,13 @@ pub fn explain(error: rusqlite::Error, db: &str, shown: &str) -> anyhow::Error {
 /// once, without waiting (a read snapshot gone stale under another writer, a recovery under
 /// way), and saying "past the timeout" there would be false.
 fn busy_words(error: &rusqlite::Error) -> String {
-    const BUSY_RECOVERY: i32 = 261;
-    const BUSY_SNAPSHOT: i32 = 517;
     let extended = match error {
         rusqlite::Error::SqliteFailure(e, _) => e.extended_code,
         _ => 0,
     };
     match extended {
-        BUSY_SNAPSHOT => "was written by another process after this one read it (SQLITE_BUSY_SNAPSHOT); nothing was changed".to_string(),
-        BUSY_RECOVERY => "is being recovered by another process (SQLITE_BUSY_RECOVERY)".to_string(),
+        rusqlite::ffi::SQLITE_BUSY_SNAPSHOT => "was written by another process after this one read it (SQLITE_BUSY_SNAPSHOT); nothing was changed".to_string(),
+        rusqlite::ffi::SQLITE_BUSY_RECOVERY => "is being recovered by another process (SQLITE_BUSY_RECOVERY)".to_string(),
         _ => format!("stayed locked past the {BUSY_TIMEOUT_MS} ms busy timeout"),
     }
 }

@@ -125,11 +125,11 @@ fn a_busy_is_worded_as_what_happened() {
         );
         super::explain(error, "queue", "queue.db")
     };
-    let waited = busy(5);
+    let waited = busy(rusqlite::ffi::SQLITE_BUSY);
     assert_eq!(fail::exit_code(&waited), fail::EXIT_LOCKED);
     assert!(waited.to_string().contains("past the"), "{waited}");
     // A stale snapshot is answered at once: no timeout passed.
-    let stale = busy(517);
+    let stale = busy(rusqlite::ffi::SQLITE_BUSY_SNAPSHOT);
     assert_eq!(fail::exit_code(&stale), fail::EXIT_LOCKED);
     assert!(!stale.to_string().contains("past the"), "{stale}");
     assert!(

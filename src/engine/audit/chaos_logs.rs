@@ -166,7 +166,7 @@ pub(super) fn check_processes(
         };
         // A process killed from outside may have been cut mid-write (a kill can end a long
         // write at a page boundary): its last line without a newline is no line at all.
-        let whole = whole_text(&stdout, record.signal == Some(libc::SIGKILL));
+        let whole = super::record::whole_stdout(&stdout, record.signal);
         let ran = Ran {
             argv: &record.argv,
             exit: record.exit,
@@ -313,21 +313,14 @@ pub(super) fn check_kills(
     }
 }
 
-/// The part of a stdout to hold to the list of line kinds and to prepare. A process killed
-/// from outside may have been cut mid-write: its last line without a newline is dropped, as
-/// the replay drops it (replay/trace.rs), since half a line is no line a role prints.
-pub(super) fn whole_text(stdout: &str, killed: bool) -> &str {
-    if killed && !stdout.ends_with('\n') {
-        stdout.rfind('\n').map_or("", |end| &stdout[..=end])
-    } else {
-        stdout
-    }
-}
-
 #[cfg(test)]
 mod tests {
-    use super::whole_text;
+    use crate::engine::audit::record::whole_stdout;
     use crate::engine::audit::statements::Preparer;
+
+    fn whole_text(stdout: &str, killed: bool) -> &str {
+        whole_stdout(stdout, killed.then_some(libc::SIGKILL))
+    }
 
     fn whole_lines(stdout: &str, killed: bool) -> impl Iterator<Item = &str> {
         whole_text(stdout, killed).lines()

@@ -42,21 +42,17 @@ pub(super) fn check(
         })
         .copied()
         .collect();
-    let lines: Vec<&str> = text.lines().collect();
-    if lines.len() != crashed.len() {
+    let cuts = parse_lines(report, &text);
+    if cuts.len() != crashed.len() {
         report.problem(
             F,
-            format!("{} cuts, but {} steps crashed", lines.len(), crashed.len()),
+            format!("{} cuts, but {} steps crashed", cuts.len(), crashed.len()),
         );
     }
-    for (at, (line, (scenario, step))) in lines.iter().zip(&crashed).enumerate() {
+    for (at, (cut, (scenario, step))) in cuts.into_iter().zip(&crashed).enumerate() {
         let label = format!("line {}", at + 1);
-        let cut: Value = match serde_json::from_str(line) {
-            Ok(v) => v,
-            Err(e) => {
-                report.problem(F, format!("{label}: not JSON: {e}"));
-                continue;
-            }
+        let Some(cut) = cut else {
+            continue;
         };
         let want = [
             ("scenario", Value::from(scenario.name.as_str())),
@@ -114,6 +110,22 @@ pub(super) fn check(
     F.to_string()
 }
 
+/// Each line of the cuts file as JSON, in order; a line that is not JSON is reported and
+/// kept as `None`, so the lines after it keep their numbers.
+fn parse_lines(report: &mut Report, text: &str) -> Vec<Option<Value>> {
+    let mut cuts = Vec::new();
+    for (at, line) in text.lines().enumerate() {
+        match serde_json::from_str(line) {
+            Ok(v) => cuts.push(Some(v)),
+            Err(e) => {
+                report.problem(F, format!("line {}: not JSON: {e}", at + 1));
+                cuts.push(None);
+            }
+        }
+    }
+    cuts
+}
+
 /// A chaos run's cuts: each follows the kills of one poll (the moments due then and the
 /// roles killed with them), every row of `kills.json` exactly one cut's, in order; each in
 /// the style and seed the command gives, naming only plain files of the work directory.
@@ -126,16 +138,11 @@ pub(super) fn check_chaos(
     let Some(text) = tree.text(report, F) else {
         return F.to_string();
     };
-    let lines: Vec<&str> = text.lines().collect();
     let mut next = 1u64;
-    for (at, line) in lines.iter().enumerate() {
+    for (at, cut) in parse_lines(report, &text).into_iter().enumerate() {
         let label = format!("line {}", at + 1);
-        let cut: Value = match serde_json::from_str(line) {
-            Ok(v) => v,
-            Err(e) => {
-                report.problem(F, format!("{label}: not JSON: {e}"));
-                continue;
-            }
+        let Some(cut) = cut else {
+            continue;
         };
         let rows: Vec<u64> = cut["kills"]
             .as_array()

@@ -13,6 +13,16 @@ use crate::fail;
 
 const P: &str = evidence::PROCESSES;
 
+/// What the audit reads of a process's stdout: all of it, but for a process SIGKILLed from
+/// outside, only up to its last newline (`replay::complete_lines`). A process that was not
+/// killed keeps every line, so a cut line there is a finding.
+pub(super) fn whole_stdout(stdout: &str, signal: Option<i32>) -> &str {
+    match signal {
+        Some(libc::SIGKILL) => crate::engine::replay::complete_lines(stdout),
+        _ => stdout,
+    }
+}
+
 /// The step's stdout and stderr, relative to DIR, as the driver names them.
 pub(super) fn output_files(scenario: &Scenario, step: &Step) -> (String, String) {
     let rel = |kind: &str| match &scenario.dir {

@@ -190,7 +190,7 @@ pub(super) fn check_run(report: &mut Report, tree: &Tree) {
             timed_out: record.timed_out,
             // A step killed from outside (a background process at the end, a hung one at its
             // bound) may have been cut mid-line; half a line is no line it printed.
-            stdout: super::chaos_logs::whole_text(&stdout, record.signal == Some(libc::SIGKILL)),
+            stdout: super::record::whole_stdout(&stdout, record.signal),
             stderr: &stderr,
         };
         let threaded = crate::engine::replay::threaded(lab, step.phase);

@@ -50,6 +50,7 @@ use crate::engine::evidence::{Process, DATABASE_FILES};
 use crate::engine::scenario::{readback_json, Expect, Scenario};
 use crate::engine::Lab;
 pub use claims_api::{LabReplay, RoleClaims};
+pub use trace::complete as complete_lines;
 
 /// Whether a phase serves on several threads that share one stdout (and one events file).
 pub fn threaded(lab: &Lab, phase: &str) -> bool {

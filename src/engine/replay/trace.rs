@@ -16,17 +16,19 @@ pub enum Line {
     Other(String),
 }
 
-/// The lines of a stdout. A last line without its newline was cut off mid-write (a kill
-/// from outside): it is dropped, since half a statement or half a claim proves nothing.
+/// A stdout up to and with its last newline. A last line without its newline was cut off
+/// mid-write (a kill from outside can end a long write at a page boundary): half a
+/// statement or half a claim is no line a role printed.
+pub fn complete(text: &str) -> &str {
+    text.rfind('\n').map_or("", |end| &text[..=end])
+}
+
+/// The lines of a stdout, its cut-off last line dropped (`complete`).
 pub fn parse(text: &str) -> Vec<Line> {
-    let complete = match text.rfind('\n') {
-        Some(end) => &text[..end],
-        None => "",
-    };
-    if complete.is_empty() && !text.ends_with('\n') {
-        return Vec::new();
+    match complete(text).strip_suffix('\n') {
+        Some(whole) => whole.split('\n').map(parse_line).collect(),
+        None => Vec::new(),
     }
-    complete.split('\n').map(parse_line).collect()
 }
 
 fn parse_line(line: &str) -> Line {
