@@ -16,4 +16,5 @@ pub mod pause;
 pub mod power;
 pub mod rng;
 pub mod route;
+pub mod stackfile;
 pub mod store;

@@ -20,6 +20,7 @@ pub mod replay;
 pub mod report;
 pub mod rerun;
 pub mod scenario;
+pub mod stack;
 pub mod state;
 
 use crate::crash::PointDef;
@@ -61,6 +62,8 @@ pub struct Lab {
     pub replay: replay::LabReplay,
     /// Its role subcommands: the lab adds them to the command line and runs the one named.
     pub cli: RoleCli,
+    /// The servers its roles need (`stack::StackDef`); None for a lab on SQLite files alone.
+    pub stack: Option<&'static stack::StackDef>,
 }
 
 /// A lab's role subcommands (`roles` names them), so a new lab brings its own without an

@@ -44,6 +44,7 @@ pub static LAB: Lab = Lab {
         augment: super::commands::augment,
         run: super::route::run,
     },
+    stack: None,
 };
 
 const BODY: &str = r#"{"amount":25,"to":"R1"}"#;

@@ -33,6 +33,7 @@ pub static LAB: Lab = Lab {
         augment: super::commands::augment,
         run: super::route::run,
     },
+    stack: None,
 };
 
 pub static STAGES: &[Stage] = &[

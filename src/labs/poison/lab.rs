@@ -29,6 +29,7 @@ pub static LAB: Lab = Lab {
         augment: super::commands::augment,
         run: super::route::run,
     },
+    stack: None,
 };
 
 /// The messages of every run: M2 is the poison (over the receiver's limit of 1000).

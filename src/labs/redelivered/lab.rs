@@ -40,6 +40,7 @@ pub static LAB: Lab = Lab {
         augment: super::commands::augment,
         run: super::route::run,
     },
+    stack: None,
 };
 
 pub const MESSAGE: (&str, &str) = ("M1", r#"{"amount":25,"to":"R1"}"#);
