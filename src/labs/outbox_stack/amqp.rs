@@ -135,30 +135,57 @@ impl Broker {
             logical: name.to_string(),
             published: 0,
         };
-        broker.declare(!declare)?;
+        if declare {
+            broker.declare()?;
+        }
         Ok(broker)
     }
 
-    /// Declare the queue; `passive`: only look (its count of ready messages).
-    fn declare(&mut self, passive: bool) -> Result<u32> {
+    /// Declare the queue (durable, no arguments).
+    fn declare(&mut self) -> Result<()> {
         let options = QueueDeclareOptions {
-            passive,
             durable: true,
             ..QueueDeclareOptions::default()
         };
-        let queue = bound(
+        bound(
             &self.runtime,
             &format!("queue.declare {}", self.logical),
             OPERATION_TIMEOUT_MS,
             self.channel
                 .queue_declare(self.queue.as_str().into(), options, FieldTable::default()),
         )?;
-        Ok(queue.message_count())
+        Ok(())
     }
 
-    /// Messages ready in the queue (those a consumer holds unacked are not counted).
-    pub fn ready(&mut self) -> Result<u32> {
-        self.declare(true)
+    /// Messages ready in the queue (those a consumer holds unacked are not counted), by a
+    /// passive declare, which changes nothing; None when the queue does not exist yet (no
+    /// role has declared it). The broker closes the channel on that answer.
+    pub fn ready(&mut self) -> Result<Option<u32>> {
+        let options = QueueDeclareOptions {
+            passive: true,
+            ..QueueDeclareOptions::default()
+        };
+        let future = self.channel.queue_declare(
+            self.queue.as_str().into(),
+            options,
+            FieldTable::default(),
+        );
+        let limit = Duration::from_millis(OPERATION_TIMEOUT_MS);
+        match self
+            .runtime
+            .block_on(async { tokio::time::timeout(limit, future).await })
+        {
+            Ok(Ok(queue)) => Ok(Some(queue.message_count())),
+            Ok(Err(e)) if e.to_string().contains("NOT_FOUND") => Ok(None),
+            Ok(Err(e)) => Err(fail::unavailable(format!(
+                "RabbitMQ queue.declare {}: {e}",
+                self.logical
+            ))),
+            Err(_) => Err(fail::unavailable(format!(
+                "RabbitMQ queue.declare {}: no answer within {OPERATION_TIMEOUT_MS} ms",
+                self.logical
+            ))),
+        }
     }
 
     /// Publish one message with its message id and this publish's id (correlation id).
@@ -299,12 +326,16 @@ impl Broker {
     /// Close the channel and the connection (bounded): acks reach the broker before the
     /// process ends.
     pub fn close(self) -> Result<()> {
-        bound(
-            &self.runtime,
-            "channel.close",
-            OPERATION_TIMEOUT_MS,
-            self.channel.close(200, "done".into()),
-        )?;
+        // A channel the broker closed (a passive declare of a missing queue) has nothing to
+        // close; the connection still has.
+        if self.channel.status().connected() {
+            bound(
+                &self.runtime,
+                "channel.close",
+                OPERATION_TIMEOUT_MS,
+                self.channel.close(200, "done".into()),
+            )?;
+        }
         bound(
             &self.runtime,
             "connection.close",

@@ -110,7 +110,10 @@ pub fn read(sender: &str, queue: &str, receiver: &str) -> Result<State> {
         };
     }
     let mut broker = Broker::open(queue, false, false)?;
-    state.queue.messages = i64::from(broker.ready()?);
+    match broker.ready()? {
+        Some(n) => state.queue.messages = i64::from(n),
+        None => state.absent.push("queue"),
+    }
     broker.close()?;
     Ok(state)
 }

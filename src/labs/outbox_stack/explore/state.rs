@@ -88,7 +88,7 @@ pub fn read(work: &Path) -> Result<Observed> {
         .collect();
     }
     let mut broker = Broker::open_in(work, "messages", false, false)?;
-    o.ready = i64::from(broker.ready()?);
+    o.ready = i64::from(broker.ready()?.unwrap_or(0));
     broker.close()?;
     Ok(o)
 }
