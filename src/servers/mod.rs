@@ -13,6 +13,7 @@ pub mod ports;
 pub mod postgres;
 pub mod process;
 pub mod rabbitmq;
+mod start;
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -137,7 +138,7 @@ impl Servers {
                     };
                     (Pg::Given(url.to_string()), startup)
                 }
-                None => start_postgres(dir, want.pg_settings, &servers.launcher)?,
+                None => start::postgres(dir, want.pg_settings, &servers.launcher)?,
             });
         }
         if want.rabbitmq {
@@ -155,7 +156,7 @@ impl Servers {
                     };
                     (Mq::Given(url.to_string()), startup)
                 }
-                None => start_rabbitmq(dir, &servers.launcher)?,
+                None => start::rabbitmq(dir, &servers.launcher)?,
             });
         }
         Ok(servers)
@@ -362,67 +363,6 @@ fn database_of(url: &str) -> &str {
     let after_scheme = url.split_once("://").map_or(url, |(_, rest)| rest);
     let path = after_scheme.split_once('/').map_or("", |(_, path)| path);
     path.split('?').next().unwrap_or_default()
-}
-
-/// initdb and start a private cluster, on another port when the chosen one is taken.
-fn start_postgres(
-    dir: &Path,
-    settings: &[(&str, &str)],
-    launcher: &process::Launcher,
-) -> Result<(Pg, Startup)> {
-    let started = Instant::now();
-    let mut private = postgres::Private::init(dir, settings, launcher)?;
-    for _ in 0..ports::ATTEMPTS {
-        let port = ports::pick(1)?[0];
-        match private.start(port, launcher) {
-            Ok(()) => {
-                let version = postgres::version(&mut postgres::admin(&private.url("postgres"))?)?;
-                let startup = Startup {
-                    server: "postgres",
-                    version,
-                    port: Some(port),
-                    private: true,
-                    start_wall_ms: since_ms(started),
-                    restart_wall_ms: Vec::new(),
-                };
-                return Ok((Pg::Private(private), startup));
-            }
-            Err(StartError::PortTaken) => continue,
-            Err(StartError::Other(e)) => return Err(e),
-        }
-    }
-    Err(fail::unavailable(format!(
-        "postgres: every one of {} free ports chosen was taken before it could bind it",
-        ports::ATTEMPTS
-    )))
-}
-
-/// Start a private RabbitMQ node (and its epmd), on other ports when one is taken.
-fn start_rabbitmq(dir: &Path, launcher: &process::Launcher) -> Result<(Mq, Startup)> {
-    let started = Instant::now();
-    let mut private = rabbitmq::Private::init(dir)?;
-    for _ in 0..ports::ATTEMPTS {
-        let picked = ports::pick(3)?;
-        match private.start([picked[0], picked[1], picked[2]], launcher) {
-            Ok(()) => {
-                let startup = Startup {
-                    server: "rabbitmq",
-                    version: private.version.clone(),
-                    port: Some(private.port),
-                    private: true,
-                    start_wall_ms: since_ms(started),
-                    restart_wall_ms: Vec::new(),
-                };
-                return Ok((Mq::Private(private), startup));
-            }
-            Err(StartError::PortTaken) => private.kill_all()?,
-            Err(StartError::Other(e)) => return Err(e),
-        }
-    }
-    Err(fail::unavailable(format!(
-        "rabbitmq: every one of {} sets of free ports chosen was taken before it could bind them",
-        ports::ATTEMPTS
-    )))
 }
 
 #[cfg(test)]
