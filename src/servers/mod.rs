@@ -97,6 +97,13 @@ pub struct Servers {
     launcher: process::Launcher,
 }
 
+/// A scoped thread's result; its panic goes on in this thread.
+fn joined<T>(handle: std::thread::ScopedJoinHandle<'_, T>) -> T {
+    handle
+        .join()
+        .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+}
+
 fn since_ms(start: Instant) -> u64 {
     start.elapsed().as_millis() as u64
 }
@@ -118,47 +125,40 @@ impl Servers {
             binaries::rabbitmq_server()?;
             binaries::epmd()?;
         }
+        let launcher = process::Launcher::new()?;
+        // PostgreSQL (about a second) starts while RabbitMQ (about five) boots.
+        let (pg, mq) = std::thread::scope(|scope| {
+            let pg = want.postgres.then(|| {
+                scope.spawn(|| match want.pg_url {
+                    Some(url) => start::given_postgres(url),
+                    None => start::postgres(dir, want.pg_settings, &launcher),
+                })
+            });
+            let mq = want.rabbitmq.then(|| {
+                scope.spawn(|| match want.amqp_url {
+                    Some(url) => start::given_rabbitmq(url),
+                    None => start::rabbitmq(dir, &launcher),
+                })
+            });
+            (pg.map(joined), mq.map(joined))
+        });
         let mut servers = Servers {
             pg: None,
             mq: None,
-            launcher: process::Launcher::new()?,
+            launcher,
         };
-        if want.postgres {
-            servers.pg = Some(match want.pg_url {
-                Some(url) => {
-                    let started = Instant::now();
-                    let version = postgres::reach(url)?;
-                    let startup = Startup {
-                        server: "postgres",
-                        version,
-                        port: None,
-                        private: false,
-                        start_wall_ms: since_ms(started),
-                        restart_wall_ms: Vec::new(),
-                    };
-                    (Pg::Given(url.to_string()), startup)
-                }
-                None => start::postgres(dir, want.pg_settings, &servers.launcher)?,
-            });
-        }
-        if want.rabbitmq {
-            servers.mq = Some(match want.amqp_url {
-                Some(url) => {
-                    let started = Instant::now();
-                    rabbitmq::reach_given(url)?;
-                    let startup = Startup {
-                        server: "rabbitmq",
-                        version: "unknown".into(),
-                        port: None,
-                        private: false,
-                        start_wall_ms: since_ms(started),
-                        restart_wall_ms: Vec::new(),
-                    };
-                    (Mq::Given(url.to_string()), startup)
-                }
-                None => start::rabbitmq(dir, &servers.launcher)?,
-            });
-        }
+        // Whichever started is kept in `servers` first, so that an error of the other drops
+        // (kills) it on the way out.
+        let pg = pg.transpose();
+        let mq = mq.transpose();
+        servers.pg = match pg {
+            Ok(pg) => pg,
+            Err(e) => {
+                servers.mq = mq.ok().flatten();
+                return Err(e);
+            }
+        };
+        servers.mq = mq?;
         Ok(servers)
     }
 

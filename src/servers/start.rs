@@ -70,3 +70,33 @@ pub(super) fn rabbitmq(dir: &Path, launcher: &process::Launcher) -> Result<(Mq, 
         ports::ATTEMPTS
     )))
 }
+
+/// Reach a PostgreSQL server the user gave (69 when it cannot be reached).
+pub(super) fn given_postgres(url: &str) -> Result<(Pg, Startup)> {
+    let started = Instant::now();
+    let version = postgres::reach(url)?;
+    let startup = Startup {
+        server: "postgres",
+        version,
+        port: None,
+        private: false,
+        start_wall_ms: since_ms(started),
+        restart_wall_ms: Vec::new(),
+    };
+    Ok((Pg::Given(url.to_string()), startup))
+}
+
+/// Reach a RabbitMQ broker the user gave (69 when it cannot be reached).
+pub(super) fn given_rabbitmq(url: &str) -> Result<(Mq, Startup)> {
+    let started = Instant::now();
+    rabbitmq::reach_given(url)?;
+    let startup = Startup {
+        server: "rabbitmq",
+        version: "unknown".into(),
+        port: None,
+        private: false,
+        start_wall_ms: since_ms(started),
+        restart_wall_ms: Vec::new(),
+    };
+    Ok((Mq::Given(url.to_string()), startup))
+}
