@@ -507,3 +507,24 @@ fn a_taken_port_is_told_apart_so_that_another_is_tried() {
     cluster.kill().unwrap();
     assert_eq!(processes_under(&place.tmp), vec![]);
 }
+
+#[test]
+fn sigterm_ends_the_command_cleanly() {
+    let place = place();
+    let mut run = servers(&place, &["--databases", "a"]);
+    run.ready();
+    assert!(names_under(&place.tmp).iter().any(|n| n == "postgres"));
+    // SAFETY: kill has no memory effects; the child is not reaped yet, so the pid is its.
+    unsafe { libc::kill(run.child.id() as i32, libc::SIGTERM) };
+    let deadline = Instant::now() + LINE_WAIT;
+    let status = loop {
+        if let Some(status) = run.child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(Instant::now() < deadline, "no end after SIGTERM");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(status.code(), Some(0), "{}", run.stderr());
+    assert_eq!(gone_under(&place.tmp), vec![]);
+    nothing_left(&place);
+}
