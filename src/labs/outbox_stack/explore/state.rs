@@ -87,8 +87,41 @@ pub fn read(work: &Path) -> Result<Observed> {
         .map(|r| (r[0].clone(), r[1].clone(), int(&r[2])))
         .collect();
     }
-    let mut broker = Broker::open_in(work, "messages", false, false)?;
-    o.ready = i64::from(broker.ready()?.unwrap_or(0));
-    broker.close()?;
+    o.ready = ready(work, o.outbox.iter().any(|r| r.2 == "sent"))?;
     Ok(o)
+}
+
+/// How long a queue the publisher surely declared may take to reappear after a broker
+/// restart, and how often it is looked for meanwhile.
+const QUEUE_BACK_WAIT_MS: u64 = 10_000;
+const QUEUE_LOOK_EVERY_MS: u64 = 100;
+
+/// Messages ready in the case's queue. A restarted broker opens its port before every
+/// durable queue is recovered, and a passive declare meanwhile answers "no such queue"; a
+/// queue the publisher declared (an Outbox row is sent) is looked for again until it is
+/// back (bounded), so a queue still recovering is never read as an empty one.
+fn ready(work: &Path, declared: bool) -> Result<i64> {
+    let looks = if declared {
+        QUEUE_BACK_WAIT_MS / QUEUE_LOOK_EVERY_MS
+    } else {
+        1
+    };
+    for look in 0..looks {
+        let mut broker = Broker::open_in(work, "messages", false, false)?;
+        let count = broker.ready()?;
+        broker.close()?;
+        match count {
+            Some(n) => return Ok(i64::from(n)),
+            None if look + 1 < looks => {
+                std::thread::sleep(std::time::Duration::from_millis(QUEUE_LOOK_EVERY_MS))
+            }
+            None => {}
+        }
+    }
+    if declared {
+        anyhow::bail!(
+            "queue messages: not back {QUEUE_BACK_WAIT_MS} ms after the publisher declared it (a durable queue is lost?)"
+        );
+    }
+    Ok(0)
 }
