@@ -33,6 +33,7 @@ mod report;
 mod results;
 mod run;
 mod sequence;
+mod servers;
 mod sources;
 mod statements;
 mod tree;

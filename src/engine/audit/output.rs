@@ -31,6 +31,9 @@ pub struct Ran<'a> {
     pub timed_out: bool,
     pub stdout: &'a str,
     pub stderr: &'a str,
+    /// The stores of a lab on servers (`engine::stack`), named in argv by logical name
+    /// (`--sender sender`); none for a lab on SQLite files.
+    pub server_stores: &'a [&'a str],
 }
 
 /// The crash argv armed: point, hit and mode.
@@ -60,10 +63,16 @@ impl Ran<'_> {
 
     /// `sender` for `--db sender.db`: the short names its traces may use.
     pub fn databases(&self) -> BTreeSet<&str> {
+        let servers = self
+            .argv
+            .iter()
+            .map(String::as_str)
+            .filter(|a| self.server_stores.contains(a));
         self.argv
             .iter()
             .filter_map(|a| a.strip_suffix(".db"))
             .filter(|stem| !stem.starts_with('-'))
+            .chain(servers)
             .collect()
     }
 
@@ -225,7 +234,8 @@ fn check_with(
                         ),
                     );
                 }
-            } else if is_data(statement) && data_seen.insert(db) {
+            } else if is_data(statement) && !ran.server_stores.contains(&db) && data_seen.insert(db)
+            {
                 let set = pinned.get(db).cloned().unwrap_or_default();
                 for name in PINNED_BY_EVERY_CONNECTION {
                     if !set.contains(name) {

@@ -203,7 +203,7 @@ fn scene<'a>(
             .filter(|r| r.scenario == scenario.name)
             .collect(),
         readbacks,
-        databases: lab.databases,
+        databases: crate::engine::fleet::replayed_stores(lab),
     })
 }
 
