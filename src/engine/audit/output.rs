@@ -63,11 +63,13 @@ impl Ran<'_> {
 
     /// `sender` for `--db sender.db`: the short names its traces may use.
     pub fn databases(&self) -> BTreeSet<&str> {
-        let servers = self
-            .argv
-            .iter()
-            .map(String::as_str)
-            .filter(|a| self.server_stores.contains(a));
+        // A store on servers: its logical name (`--db sender`, traced `SQL sender`) and the
+        // flag that names it (`--queue messages`: the readback's `queue`).
+        let servers = self.argv.windows(2).flat_map(|w| {
+            let named = self.server_stores.contains(&w[1].as_str());
+            let flag = w[0].strip_prefix("--").filter(|f| named && *f != "db");
+            named.then_some(w[1].as_str()).into_iter().chain(flag)
+        });
         self.argv
             .iter()
             .filter_map(|a| a.strip_suffix(".db"))
