@@ -20,7 +20,7 @@ use crate::engine::scenario::Scenario;
 use crate::engine::state::{self, FileRow};
 use crate::engine::Lab;
 use crate::fail;
-use crate::power::profile::{self, Profile};
+use crate::power::profile::Profile;
 use crate::store;
 
 pub struct Options {
@@ -45,33 +45,24 @@ pub struct Options {
 pub const STEP_TIMEOUT_MS_MAX: u64 = 600_000;
 
 mod args;
+mod guards;
 mod observe;
+mod pragmas;
 mod step;
 mod summary;
 mod table;
 
+use guards::{cuttable, servers_killable, write_cuts};
 use step::{io_failure, readback_key, Ctx};
 
 pub use args::{apply_moves, claim_out, default_out, utc_stamp};
+pub use pragmas::{pragmas, pragmas_of};
 
 pub struct Run {
     pub processes: Processes,
     pub results: Results,
     pub files: Vec<FileRow>,
     pub readbacks: BTreeMap<String, String>,
-}
-
-pub fn pragmas() -> BTreeMap<String, String> {
-    pragmas_of(&profile::DEFAULT)
-}
-
-/// The pragmas every connection pins under `profile`, as `processes.json` records them.
-pub fn pragmas_of(profile: &Profile) -> BTreeMap<String, String> {
-    profile
-        .pragmas()
-        .into_iter()
-        .map(|(k, v)| (k.to_string(), v))
-        .collect()
 }
 
 /// The evidence file of a power-loss run: one line per cut, where it happened and what it
@@ -402,40 +393,4 @@ fn execute(
     report::write(dir)?;
     evidence::write_manifest(dir)?;
     Ok(run)
-}
-
-/// A server kill needs a lab on servers, a server of its stack, and private servers: a server
-/// the user gave is never killed (one line, exit 2).
-fn servers_killable(lab: &Lab, options: &Options) -> Result<()> {
-    let Some(server) = options.stack.server else {
-        return Ok(());
-    };
-    fleet::check_kill(lab, &options.stack, server)
-}
-
-/// A power cut acts on files nobody holds open: a lab whose scenarios keep a process running
-/// in the background (a server) cannot be cut by the driver; one line, exit 2.
-fn cuttable(scenarios: &[Scenario], nemesis: &dyn Nemesis) -> Result<()> {
-    if nemesis.name() != "power-loss" {
-        return Ok(());
-    }
-    for s in scenarios {
-        if let Some(step) = s.steps.iter().find(|st| st.background.is_some()) {
-            return Err(fail::usage(format!(
-                "--crash-mode power-loss: scenario {} keeps step {} running in the background, which a cut would kill under later steps; explore this lab under power loss instead",
-                s.name, step.name
-            )));
-        }
-    }
-    Ok(())
-}
-
-/// `power-cuts.jsonl`: one JSON line per cut, in the order they were made.
-fn write_cuts(dir: &Path, cuts: &[serde_json::Value]) -> Result<()> {
-    let mut text = String::new();
-    for cut in cuts {
-        text.push_str(&serde_json::to_string(cut)?);
-        text.push('\n');
-    }
-    fs::write(dir.join(POWER_CUTS), text).with_context(|| format!("writing {POWER_CUTS}"))
 }

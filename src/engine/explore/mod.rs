@@ -280,10 +280,7 @@ pub fn command(args: &Args, recorded: Vec<String>) -> Result<i32> {
     };
     let result = report::explore(lab, plan, nemesis, &run, &partial);
     let result = match (result, session) {
-        (Ok(report), Some(session)) => session
-            .write(&partial)
-            .and_then(|()| session.finish())
-            .map(|()| report),
+        (Ok(report), Some(session)) => session.finish().map(|()| report),
         (result, _) => result,
     };
     // SIGINT or SIGTERM: every case's children were killed and its work directory removed

@@ -253,6 +253,10 @@ pub fn explore(
     .context("writing explore.md")?;
     std::fs::write(dir.join("explore.svg"), export::svg::render(&report))
         .context("writing explore.svg")?;
+    // A lab on servers: the servers' startups and the kills made, listed in the manifest.
+    if let Some(session) = run.session {
+        session.write(dir)?;
+    }
     evidence::write_manifest(dir)?;
     Ok(report)
 }
