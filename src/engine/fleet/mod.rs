@@ -113,7 +113,8 @@ impl Session {
         self.def
     }
 
-    /// Fresh databases and queues for one scenario or case, `stack.json` in `work`.
+    /// Fresh databases and queues for one scenario or case, `stack.json` in `work`; `tag`
+    /// (`fleet::tag`) names them.
     pub fn prepare(&self, tag: &str, work: &Path) -> Result<StackFile> {
         debug_assert!(tag
             .bytes()
@@ -186,9 +187,10 @@ pub fn kill_and_restart(server: Server, point: &str) -> Result<()> {
     Ok(())
 }
 
-/// A short tag, unique in the run, for a scenario's or case's databases (`s3`, `c0042`).
+/// A short tag for a scenario's or case's databases and queues (`s4711_3`): unique among
+/// the runs on one server (a server the user gave may serve several at once).
 pub fn tag(kind: &str, index: usize) -> String {
-    format!("{kind}{index:04}")
+    format!("{kind}{}_{index}", std::process::id())
 }
 
 /// `--server S` with server-kill: the lab runs on a stack with S, and S is private.
@@ -254,7 +256,7 @@ pub fn replayed_stores(lab: &Lab) -> &'static [&'static str] {
     stores
 }
 
-/// A fresh tag for a case's databases (`c0000`, `c0001`, …): unique in the process.
+/// A fresh tag for a case's databases (`c4711_0`, `c4711_1`, …): unique in the process.
 pub fn next_tag() -> String {
     static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     tag("c", NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed))
