@@ -100,6 +100,10 @@ impl ExplorePlan for Exploration {
         predictions::PREDICTIONS
     }
 
+    fn server_predictions(&self) -> &'static [Prediction] {
+        predictions::SERVER_PREDICTIONS
+    }
+
     fn words(&self) -> &'static Words {
         &WORDS
     }
