@@ -51,8 +51,15 @@ fn both_servers_answer_psql_survive_kill_and_restart_and_end_with_stdin() {
         0
     );
 
+    let (files, segments) = pg_shared_memory(&place.tmp);
+    assert!(
+        !files.is_empty() && segments.len() == 1,
+        "{files:?} {segments:?}"
+    );
     run.send("kill postgres");
     run.expect("killed postgres");
+    // A SIGKILLed postmaster cannot free its shared memory: crashlab does.
+    assert_eq!(shared_memory_left(&files, &segments), Vec::<String>::new());
     let names = names_under(&place.tmp);
     assert!(
         !names.iter().any(|n| n == "postgres"),
@@ -99,8 +106,10 @@ fn both_servers_answer_psql_survive_kill_and_restart_and_end_with_stdin() {
         assert_eq!(startup["restart_wall_ms"].as_array().unwrap().len(), 1);
     }
 
+    let (files, segments) = pg_shared_memory(&place.tmp);
     let (exit, errors) = run.finish();
     assert_eq!(exit, 0, "{errors}");
+    assert_eq!(shared_memory_left(&files, &segments), Vec::<String>::new());
     assert_eq!(
         gone_under(&place.tmp),
         vec![],
@@ -125,6 +134,11 @@ fn a_sigkilled_crashlab_leaves_no_server_behind() {
     let names = names_under(&place.tmp);
     assert!(names.iter().any(|n| n == "beam.smp"), "{names:?}");
     assert!(names.iter().any(|n| n == "postgres"), "{names:?}");
+    let (files, segments) = pg_shared_memory(&place.tmp);
+    assert!(
+        !files.is_empty() && segments.len() == 1,
+        "{files:?} {segments:?}"
+    );
     run.child.kill().unwrap(); // SIGKILL: no handler, no Drop runs in crashlab.
     run.child.wait().unwrap();
     assert_eq!(
@@ -132,6 +146,8 @@ fn a_sigkilled_crashlab_leaves_no_server_behind() {
         vec![],
         "every server died with crashlab"
     );
+    // The postmaster got SIGQUIT: its immediate shutdown freed its shared memory.
+    assert_eq!(shared_memory_left(&files, &segments), Vec::<String>::new());
 }
 
 #[test]

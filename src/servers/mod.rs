@@ -13,6 +13,7 @@ pub mod ports;
 pub mod postgres;
 pub mod process;
 pub mod rabbitmq;
+pub mod shm;
 mod start;
 
 use std::collections::BTreeMap;

@@ -244,3 +244,55 @@ pub fn nothing_left(place: &Place) {
         "no stack.json"
     );
 }
+
+/// The shared memory of the private PostgreSQL clusters under `root`: the
+/// `/dev/shm/PostgreSQL.*` files their processes map, and the SysV segment ids their
+/// `postmaster.pid` names.
+pub fn pg_shared_memory(root: &Path) -> (Vec<PathBuf>, Vec<String>) {
+    let mut files = Vec::new();
+    for (pid, name) in processes_under(root) {
+        if name != "postgres" {
+            continue;
+        }
+        let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).unwrap_or_default();
+        for line in maps.lines() {
+            if let Some(at) = line.find("/dev/shm/PostgreSQL.") {
+                files.push(PathBuf::from(&line[at..]));
+            }
+        }
+    }
+    files.sort();
+    files.dedup();
+    let mut segments = Vec::new();
+    for dir in std::fs::read_dir(root).unwrap().flatten() {
+        let pid_file = dir.path().join("postgres/data/postmaster.pid");
+        let text = std::fs::read_to_string(pid_file).unwrap_or_default();
+        if let Some(id) = text
+            .lines()
+            .nth(6)
+            .and_then(|l| l.split_whitespace().nth(1))
+        {
+            segments.push(id.to_string());
+        }
+    }
+    (files, segments)
+}
+
+/// Which of `files` and SysV `segments` still exist.
+pub fn shared_memory_left(files: &[PathBuf], segments: &[String]) -> Vec<String> {
+    let mut left: Vec<String> = files
+        .iter()
+        .filter(|f| f.exists())
+        .map(|f| f.display().to_string())
+        .collect();
+    let table = std::fs::read_to_string("/proc/sysvipc/shm").unwrap_or_default();
+    for id in segments {
+        if table
+            .lines()
+            .any(|l| l.split_whitespace().nth(1) == Some(id.as_str()))
+        {
+            left.push(format!("SysV segment {id}"));
+        }
+    }
+    left
+}
