@@ -4,6 +4,7 @@
 
 pub mod http_dispatch;
 pub mod outbox_inbox;
+pub mod outbox_stack;
 pub mod poison;
 pub mod redelivered;
 
@@ -14,4 +15,5 @@ pub static LABS: &[&Lab] = &[
     &http_dispatch::lab::LAB,
     &poison::lab::LAB,
     &redelivered::lab::LAB,
+    &outbox_stack::lab::LAB,
 ];
