@@ -211,10 +211,13 @@ fn unreachable_urls_exit_69_and_start_nothing() {
 #[test]
 fn bad_input_is_one_line_and_exit_2() {
     let place = place();
-    // Lab 14's default stack is SQLite files: no servers.
-    let (exit, errors) = servers_once(&place, &["14"], &[]);
+    // Lab 13 runs on SQLite files only, and lab 14's sqlite stack needs no servers.
+    let (exit, errors) = servers_once(&place, &["13"], &[]);
     assert_eq!(exit, 2, "{errors}");
-    assert!(errors.contains("14"), "{errors}");
+    assert!(errors.contains("13"), "{errors}");
+    let (exit, errors) = servers_once(&place, &["14", "--stack", "sqlite"], &[]);
+    assert_eq!(exit, 2, "{errors}");
+    assert!(errors.contains("sqlite"), "{errors}");
     let (exit, errors) = servers_once(&place, &[], &[]);
     assert_eq!(exit, 2, "{errors}");
     let missing = place.work.join("missing");
