@@ -22,7 +22,7 @@ pub struct Args {
     /// The lab whose stack to start (its number or name); or none, with --databases/--queues
     pub lab: Option<String>,
     /// The lab's stack, when it has more than one (postgres-rabbitmq, postgres)
-    #[arg(long, value_name = "NAME")]
+    #[arg(long, value_name = "NAME", requires = "lab")]
     pub stack: Option<String>,
     /// Use this PostgreSQL server instead of starting one (crashlab only creates and drops
     /// databases named crashlab_*)

@@ -13,6 +13,7 @@ pub mod ports;
 pub mod postgres;
 pub mod process;
 pub mod rabbitmq;
+pub mod shm;
 mod start;
 
 use std::collections::BTreeMap;
@@ -167,51 +168,58 @@ impl Servers {
     /// deleted if a leftover has the name, never declared: the lab's roles declare them with
     /// the properties under test (durable or not, classic or quorum).
     pub fn prepare(&self, def: &StackDef, tag: &str, work: &Path) -> Result<StackFile> {
-        let mut postgres_urls = BTreeMap::new();
-        if !def.databases.is_empty() {
-            let Some((pg, _)) = &self.pg else {
-                return Err(fail::failed(format!(
-                    "stack {} needs PostgreSQL, which was not started",
-                    def.name
-                )));
-            };
-            let admin_url = match pg {
-                Pg::Private(p) => p.url("postgres"),
-                Pg::Given(url) => url.clone(),
-            };
-            let mut client = postgres::admin(&admin_url)?;
-            for logical in def.databases {
-                let name = names::of(tag, logical)?;
-                postgres::create_database(&mut client, &name)?;
-                postgres_urls.insert(
-                    logical.to_string(),
-                    postgres::database_url(&admin_url, &name)?,
-                );
-            }
-        }
-        let mut queues = BTreeMap::new();
+        // Every name and server is checked before anything is made.
         let amqp_url = self.amqp_url();
-        if !def.queues.is_empty() {
-            let Some(url) = &amqp_url else {
-                return Err(fail::failed(format!(
-                    "stack {} needs RabbitMQ, which was not started",
-                    def.name
-                )));
-            };
-            for logical in def.queues {
-                queues.insert(logical.to_string(), names::of(tag, logical)?);
-            }
-            let names: Vec<&str> = queues.values().map(String::as_str).collect();
-            rabbitmq::delete_queues(url, &names)?;
+        if !def.databases.is_empty() && self.pg.is_none()
+            || !def.queues.is_empty() && amqp_url.is_none()
+        {
+            return Err(fail::failed(format!(
+                "stack {} needs a server that was not started",
+                def.name
+            )));
         }
-        let file = StackFile {
+        let mut file = StackFile {
             stack: def.name.to_string(),
-            postgres: postgres_urls,
+            postgres: BTreeMap::new(),
             amqp_url,
-            queues,
+            queues: BTreeMap::new(),
         };
-        crate::stackfile::write(work, &file)?;
-        Ok(file)
+        let admin_url = self.pg.as_ref().map(|(pg, _)| match pg {
+            Pg::Private(p) => p.url("postgres"),
+            Pg::Given(url) => url.clone(),
+        });
+        let mut databases = Vec::new();
+        for logical in def.databases {
+            let name = names::of(tag, logical)?;
+            let url = postgres::database_url(admin_url.as_deref().unwrap_or_default(), &name)?;
+            file.postgres.insert(logical.to_string(), url);
+            databases.push(name);
+        }
+        for logical in def.queues {
+            file.queues
+                .insert(logical.to_string(), names::of(tag, logical)?);
+        }
+        let made = (|| {
+            if let Some(admin_url) = &admin_url {
+                let mut client = postgres::admin(admin_url)?;
+                for name in &databases {
+                    postgres::create_database(&mut client, name)?;
+                }
+            }
+            if let Some(url) = &file.amqp_url {
+                let names: Vec<&str> = file.queues.values().map(String::as_str).collect();
+                rabbitmq::delete_queues(url, &names)?;
+            }
+            crate::stackfile::write(work, &file)
+        })();
+        match made {
+            Ok(()) => Ok(file),
+            Err(e) => {
+                // Nothing half made is left behind: the databases made so far are dropped.
+                let _ = self.release(&file);
+                Err(e)
+            }
+        }
     }
 
     /// Drop what `prepare` made (databases dropped, queues deleted).

@@ -74,7 +74,7 @@ impl Private {
             .stdout(log.try_clone()?)
             .stderr(log);
         as_user(&mut command, user);
-        process::die_with_parent(&mut command);
+        process::die_with_parent(&mut command, rustix::process::Signal::KILL);
         let mut child = launcher
             .spawn(command)
             .with_context(|| format!("starting {}", bin.join("initdb").display()))?;
@@ -125,7 +125,10 @@ impl Private {
             .stdout(log)
             .stderr(log2);
         as_user(&mut command, self.user);
-        process::die_with_parent(&mut command);
+        // SIGQUIT, not SIGKILL, when crashlab dies: PostgreSQL's immediate shutdown, which
+        // ends the backends and removes the cluster's shared memory (a SysV segment and the
+        // files of /dev/shm/PostgreSQL.*) that a SIGKILLed postmaster would leave behind.
+        process::die_with_parent(&mut command, rustix::process::Signal::QUIT);
         let child = launcher
             .spawn(command)
             .map_err(|e| StartError::Other(anyhow::Error::new(e).context("starting postgres")))?;
@@ -173,11 +176,22 @@ impl Private {
 
     /// SIGKILL the postmaster and every backend, and wait until all are gone: a backend still
     /// attached to the old shared memory makes the next start refuse the data directory.
+    ///
+    /// A SIGKILLed postmaster cannot remove its shared memory: its SysV segment and its
+    /// dynamic segments (`/dev/shm/PostgreSQL.*`, a megabyte of RAM each) would stay for
+    /// good once the data directory is gone. They are noted before the kill (the segment's id
+    /// from `postmaster.pid`, the files from the processes' memory maps) and removed once
+    /// every process is gone, when nothing can be attached any more.
     pub fn kill(&mut self) -> Result<()> {
-        match self.child.take() {
-            Some(mut child) => process::kill_tree(&mut child),
-            None => Ok(()),
-        }
+        let Some(mut child) = self.child.take() else {
+            return Ok(());
+        };
+        let root = child.id() as i32;
+        let files = super::shm::dynamic_segments(&process::tree(root));
+        let segment = super::shm::sysv_segment(&self.home.join("data").join("postmaster.pid"));
+        process::kill_tree(&mut child)?;
+        super::shm::remove(&files, segment);
+        Ok(())
     }
 }
 

@@ -132,16 +132,15 @@ pub fn wait_gone(procs: &BTreeSet<Proc>, wait_ms: u64) -> Result<()> {
     }
 }
 
-/// Arm SIGKILL-on-parent-death in the child, after std changed its user (a change of user
+/// Arm `signal`-on-parent-death in the child, after std changed its user (a change of user
 /// clears the setting) and right before exec, which keeps it. The child's own children
 /// (backends, `erl_child_setup`) do not inherit it: PostgreSQL arms its own for them, and
 /// Erlang's helpers exit when the node's pipe closes.
-pub fn die_with_parent(command: &mut Command) {
+pub fn die_with_parent(command: &mut Command, signal: rustix::process::Signal) {
     // SAFETY: prctl is async-signal-safe and touches no memory of the parent.
     unsafe {
-        command.pre_exec(|| {
-            rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL))
-                .map_err(io::Error::from)
+        command.pre_exec(move || {
+            rustix::process::set_parent_process_death_signal(Some(signal)).map_err(io::Error::from)
         });
     }
     // Its own process group: a Ctrl-C on the terminal reaches crashlab, which stops the
@@ -208,7 +207,7 @@ mod tests {
         let launcher = Launcher::new().unwrap();
         let mut command = Command::new("sh");
         command.args(["-c", "sleep 30 & sleep 30 & wait"]);
-        die_with_parent(&mut command);
+        die_with_parent(&mut command, rustix::process::Signal::KILL);
         let mut child = launcher.spawn(command).unwrap();
         // The shell forks its two sleeps soon after it starts: wait (bounded) to see them.
         let deadline = Instant::now() + Duration::from_secs(5);

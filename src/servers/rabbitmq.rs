@@ -94,7 +94,7 @@ impl Private {
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null());
-        process::die_with_parent(&mut command);
+        process::die_with_parent(&mut command, rustix::process::Signal::KILL);
         let child = launcher
             .spawn(command)
             .map_err(|e| StartError::Other(anyhow::Error::new(e).context("starting epmd")))?;
@@ -171,7 +171,7 @@ impl Private {
             .stdin(Stdio::null())
             .stdout(log)
             .stderr(log2);
-        process::die_with_parent(&mut command);
+        process::die_with_parent(&mut command, rustix::process::Signal::KILL);
         let child = launcher.spawn(command).map_err(|e| {
             StartError::Other(anyhow::Error::new(e).context("starting rabbitmq-server"))
         })?;
