@@ -6,6 +6,7 @@ pub mod http_dispatch;
 pub mod outbox_inbox;
 pub mod poison;
 pub mod redelivered;
+pub mod relay_gap;
 
 use crate::engine::Lab;
 
@@ -14,4 +15,5 @@ pub static LABS: &[&Lab] = &[
     &http_dispatch::lab::LAB,
     &poison::lab::LAB,
     &redelivered::lab::LAB,
+    &relay_gap::lab::LAB,
 ];
