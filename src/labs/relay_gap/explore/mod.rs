@@ -16,11 +16,12 @@ use super::readback::{self, State};
 use super::roles;
 use super::schema::{OUTBOX, RECEIVER};
 use crate::engine::explore::invariant::Invariant;
-use crate::engine::explore::plan::{At, Counts, ExplorePlan, Judgement, Prediction, Words};
+use crate::engine::explore::plan::{At, ExplorePlan, Judgement, Prediction, Words};
 use crate::engine::explore::steps::{StepRecord, Steps};
-use crate::engine::jepsen::{Anomaly, Op, Outcome};
-use crate::engine::observed::named;
-use crate::events::Event;
+use crate::engine::jepsen::Anomaly;
+
+mod check;
+pub use check::judge;
 
 pub struct Exploration;
 
@@ -159,111 +160,4 @@ fn design_of(records: &[StepRecord]) -> Option<&'static str> {
                 _ => None,
             }
         })
-}
-
-/// The invariants on the databases after recovery, the reported commits against them, and
-/// the history of rows in Jepsen's words.
-pub fn judge(o: &Observed, steps: &[StepRecord]) -> Judgement {
-    let s = &o.state;
-    let mut j = Judgement {
-        allowed: &[Anomaly::DuplicateDelivery],
-        ..Judgement::default()
-    };
-    for id in &s.missing_ids {
-        j.problems.push(format!(
-            "lost row: message {id} committed in the outbox, never published"
-        ));
-    }
-    let strays: Vec<i64> = s
-        .receiver
-        .ids
-        .iter()
-        .copied()
-        .filter(|id| !s.outbox.ids.contains(id))
-        .collect();
-    for id in &strays {
-        j.problems.push(format!(
-            "published without cause: message {id} is in no committed Outbox row"
-        ));
-    }
-    j.no_lost_effect = s.missing == 0;
-    j.no_duplicate_effect = strays.is_empty();
-    j.nothing_stuck = o.owed == 0;
-    if !j.nothing_stuck {
-        j.problems.push(format!(
-            "stuck after recovery: {} rows left for the relay's next poll",
-            o.owed
-        ));
-    }
-    j.acknowledged_durable = true;
-    for (db, what) in steps.iter().flat_map(|r| r.commits()) {
-        if !visible(s, db, what) {
-            j.acknowledged_durable = false;
-            j.problems
-                .push(format!("reported commit not in the databases: {db} {what}"));
-        }
-    }
-    let mut counts = Counts::default();
-    counts.add("rows", s.outbox.rows);
-    counts.add("published", s.receiver.published);
-    counts.add("missing", s.missing);
-    counts.add("polls", s.relay.polls);
-    j.counts = counts;
-    j.history = history(s, steps);
-    j
-}
-
-/// Whether a reported commit is in the databases: a written row, published rows, a poll.
-fn visible(s: &State, db: &str, what: &str) -> bool {
-    let number = |w: &str| named(what, w).and_then(|n| n.parse::<i64>().ok());
-    match db {
-        "outbox" if what.starts_with("write of ") => {
-            number("message").is_some_and(|id| s.outbox.ids.contains(&id))
-        }
-        "outbox" if what.starts_with("advance of ") => {
-            number("poll").is_some_and(|p| s.relay.polls >= p)
-        }
-        "receiver" => what
-            .rsplit(' ')
-            .next()
-            .unwrap_or("")
-            .split(',')
-            .filter_map(|id| id.parse::<i64>().ok())
-            .all(|id| s.receiver.ids.contains(&id)),
-        _ => true,
-    }
-}
-
-/// One operation per committed row, in commit order (the order the writers ended: a writer
-/// stopped inside its transaction commits when continued); its effect is its published row.
-fn history(s: &State, steps: &[StepRecord]) -> Vec<Op> {
-    let mut ops: Vec<Op> = Vec::new();
-    for (db, what) in steps.iter().flat_map(|r| r.commits()) {
-        if db == "outbox" && what.starts_with("write of ") {
-            if let Some(id) = named(what, "message") {
-                ops.push(Op {
-                    item: id,
-                    outcome: Outcome::Ok,
-                    deliveries: 0,
-                    effects: 0,
-                });
-            }
-        }
-    }
-    for op in &mut ops {
-        op.deliveries = steps
-            .iter()
-            .flat_map(|r| &r.events)
-            .filter(|e| match e {
-                Event::Applied { item } | Event::Duplicate { item } => *item == op.item,
-                _ => false,
-            })
-            .count() as u32;
-        op.effects = u32::from(
-            op.item
-                .parse::<i64>()
-                .is_ok_and(|id| s.receiver.ids.contains(&id)),
-        );
-    }
-    ops
 }
