@@ -195,24 +195,24 @@ fn last_id_loses_the_row_that_commits_late_and_the_other_designs_publish_it() {
     // last-id: 8 published and remembered; 7 commits below the mark and is never read.
     let (during, last, second) = schedule("last-id");
     assert_eq!(during["receiver"]["ids"], json!([8]));
-    assert_eq!(during["relay"]["last_id"], 8);
+    assert_eq!(during["outbox"]["relay"]["last_id"], 8);
     assert!(second.contains("READ 0 -"), "{second}");
     assert_eq!(last["outbox"]["ids"], json!([7, 8]));
     assert_eq!(last["receiver"]["ids"], json!([8]));
-    assert_eq!(last["missing_ids"], json!([7]));
+    assert_eq!(last["receiver"]["missing_ids"], json!([7]));
     // pending-status: 8 first, then 7, each once.
     let (during, last, second) = schedule("pending-status");
     assert_eq!(during["receiver"]["ids"], json!([8]));
     assert!(second.contains("PUBLISHED message 7"), "{second}");
     assert_eq!(last["receiver"]["ids"], json!([7, 8]));
-    assert_eq!(last["missing"], 0);
+    assert_eq!(last["receiver"]["missing"], 0);
     // xid-horizon: A's open transaction holds the horizon, so B's committed 8 waits too.
     let (during, last, second) = schedule("xid-horizon");
     assert_eq!(during["receiver"]["ids"], json!([]));
-    assert_eq!(during["missing_ids"], json!([8]));
+    assert_eq!(during["receiver"]["missing_ids"], json!([8]));
     assert!(second.contains("PUBLISHED message 7"), "{second}");
     assert_eq!(last["receiver"]["ids"], json!([7, 8]));
-    assert_eq!(last["missing"], 0);
+    assert_eq!(last["receiver"]["missing"], 0);
 }
 
 /// A file in `dir` besides stack.json: what a refused role must not leave behind.

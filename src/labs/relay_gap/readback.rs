@@ -16,6 +16,8 @@ pub struct OutboxState {
     /// Rows still `pending` (only `pending-status` marks them).
     pub pending: i64,
     pub ids: Vec<i64>,
+    /// The relay's position (its row in `relay_state`; zeros before its first poll).
+    pub relay: RelayState,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
@@ -29,16 +31,17 @@ pub struct RelayState {
 pub struct ReceiverState {
     pub published: i64,
     pub ids: Vec<i64>,
+    /// Committed Outbox rows the receiver does not have: never published, never applied.
+    pub missing: i64,
+    pub missing_ids: Vec<i64>,
 }
 
+/// Keyed by database, as every readback is (the audit holds each key to a database the
+/// step's argv names).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct State {
     pub outbox: OutboxState,
-    pub relay: RelayState,
     pub receiver: ReceiverState,
-    /// Committed Outbox rows the receiver does not have.
-    pub missing: i64,
-    pub missing_ids: Vec<i64>,
 }
 
 /// Where the readback's queries run: one integer column per query.
@@ -68,35 +71,35 @@ pub fn state_of(outbox: &mut dyn Source, receiver: &mut dyn Source) -> Result<St
                 "SELECT count(*) FROM outbox WHERE status = 'pending'",
             )?,
             ids: outbox.ints("SELECT id FROM outbox ORDER BY id")?,
-        },
-        relay: RelayState {
-            last_id: one(
-                outbox,
-                &format!("SELECT last_id FROM relay_state WHERE relay = {relay}"),
-            )?,
-            horizon: one(
-                outbox,
-                &format!("SELECT horizon FROM relay_state WHERE relay = {relay}"),
-            )?,
-            polls: one(
-                outbox,
-                &format!("SELECT polls FROM relay_state WHERE relay = {relay}"),
-            )?,
+            relay: RelayState {
+                last_id: one(
+                    outbox,
+                    &format!("SELECT last_id FROM relay_state WHERE relay = {relay}"),
+                )?,
+                horizon: one(
+                    outbox,
+                    &format!("SELECT horizon FROM relay_state WHERE relay = {relay}"),
+                )?,
+                polls: one(
+                    outbox,
+                    &format!("SELECT polls FROM relay_state WHERE relay = {relay}"),
+                )?,
+            },
         },
         receiver: ReceiverState {
             published: one(receiver, "SELECT count(*) FROM published")?,
             ids: receiver.ints("SELECT id FROM published ORDER BY id")?,
+            ..ReceiverState::default()
         },
-        ..State::default()
     };
-    s.missing_ids = s
+    s.receiver.missing_ids = s
         .outbox
         .ids
         .iter()
         .copied()
         .filter(|id| !s.receiver.ids.contains(id))
         .collect();
-    s.missing = s.missing_ids.len() as i64;
+    s.receiver.missing = s.receiver.missing_ids.len() as i64;
     // Postconditions: the counts are the lists'.
     assert_eq!(s.outbox.rows, s.outbox.ids.len() as i64);
     assert_eq!(s.receiver.published, s.receiver.ids.len() as i64);
@@ -115,11 +118,14 @@ pub fn read(outbox: &str, receiver: &str) -> Result<State> {
 /// mark: nothing owed in its view, and missing all the same.
 pub fn owed(source: &mut dyn Source, variant: &str, s: &State) -> Result<i64, String> {
     let sql = match variant {
-        "last-id" => format!("SELECT count(*) FROM outbox WHERE id > {}", s.relay.last_id),
+        "last-id" => format!(
+            "SELECT count(*) FROM outbox WHERE id > {}",
+            s.outbox.relay.last_id
+        ),
         "pending-status" => "SELECT count(*) FROM outbox WHERE status = 'pending'".to_string(),
         _ => format!(
             "SELECT count(*) FROM outbox WHERE xid >= {}",
-            s.relay.horizon
+            s.outbox.relay.horizon
         ),
     };
     one(source, &sql)
@@ -179,7 +185,10 @@ mod tests {
             .unwrap();
         let s = state_of(&mut SharedConn(&ob), &mut SharedConn(&rx)).unwrap();
         assert_eq!((s.outbox.rows, s.receiver.published), (2, 1));
-        assert_eq!((s.missing, s.missing_ids.clone()), (1, vec![7]));
-        assert_eq!((s.relay.last_id, s.relay.polls), (8, 2));
+        assert_eq!(
+            (s.receiver.missing, s.receiver.missing_ids.clone()),
+            (1, vec![7])
+        );
+        assert_eq!((s.outbox.relay.last_id, s.outbox.relay.polls), (8, 2));
     }
 }

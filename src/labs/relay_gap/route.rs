@@ -52,12 +52,12 @@ pub fn run(matches: &clap::ArgMatches) -> Result<i32> {
                 "outbox rows {} pending {} | relay last-id {} horizon {} polls {} | receiver published {} | missing {} ({})",
                 state.outbox.rows,
                 state.outbox.pending,
-                state.relay.last_id,
-                state.relay.horizon,
-                state.relay.polls,
+                state.outbox.relay.last_id,
+                state.outbox.relay.horizon,
+                state.outbox.relay.polls,
                 state.receiver.published,
-                state.missing,
-                relay::ids(&state.missing_ids)
+                state.receiver.missing,
+                relay::ids(&state.receiver.missing_ids)
             );
             readback_out(output.json, &state, &line, stage)
         }

@@ -6,9 +6,9 @@ use crate::engine::scenario::Stage;
 
 const ROWS: &str = "outbox.rows";
 const PUBLISHED: &str = "receiver.published";
-const MISSING: &str = "missing";
-const POLLS: &str = "relay.polls";
-const LAST_ID: &str = "relay.last_id";
+const MISSING: &str = "receiver.missing";
+const POLLS: &str = "outbox.relay.polls";
+const LAST_ID: &str = "outbox.relay.last_id";
 const PENDING: &str = "outbox.pending";
 
 pub static STAGES: &[Stage] = &[

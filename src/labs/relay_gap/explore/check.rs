@@ -17,7 +17,7 @@ pub fn judge(o: &Observed, steps: &[StepRecord]) -> Judgement {
         allowed: &[Anomaly::DuplicateDelivery],
         ..Judgement::default()
     };
-    for id in &s.missing_ids {
+    for id in &s.receiver.missing_ids {
         j.problems.push(format!(
             "lost row: message {id} committed in the outbox, never published"
         ));
@@ -34,7 +34,7 @@ pub fn judge(o: &Observed, steps: &[StepRecord]) -> Judgement {
             "published without cause: message {id} is in no committed Outbox row"
         ));
     }
-    j.no_lost_effect = s.missing == 0;
+    j.no_lost_effect = s.receiver.missing == 0;
     j.no_duplicate_effect = strays.is_empty();
     j.nothing_stuck = o.owed == 0;
     if !j.nothing_stuck {
@@ -54,8 +54,8 @@ pub fn judge(o: &Observed, steps: &[StepRecord]) -> Judgement {
     let mut counts = Counts::default();
     counts.add("rows", s.outbox.rows);
     counts.add("published", s.receiver.published);
-    counts.add("missing", s.missing);
-    counts.add("polls", s.relay.polls);
+    counts.add("missing", s.receiver.missing);
+    counts.add("polls", s.outbox.relay.polls);
     j.counts = counts;
     j.history = history(s, steps);
     j
@@ -69,7 +69,7 @@ fn visible(s: &State, db: &str, what: &str) -> bool {
             number("message").is_some_and(|id| s.outbox.ids.contains(&id))
         }
         "outbox" if what.starts_with("advance of ") => {
-            number("poll").is_some_and(|p| s.relay.polls >= p)
+            number("poll").is_some_and(|p| s.outbox.relay.polls >= p)
         }
         "receiver" => what
             .rsplit(' ')
@@ -191,21 +191,21 @@ mod tests {
                     rows: 2,
                     pending: 0,
                     ids: vec![7, 8],
-                },
-                relay: RelayState {
-                    last_id: 8,
-                    horizon: 0,
-                    polls: 2,
+                    relay: RelayState {
+                        last_id: 8,
+                        horizon: 0,
+                        polls: 2,
+                    },
                 },
                 receiver: ReceiverState {
                     published: published.len() as i64,
                     ids: published.to_vec(),
+                    missing: (2 - published.len()) as i64,
+                    missing_ids: [7, 8]
+                        .into_iter()
+                        .filter(|id| !published.contains(id))
+                        .collect(),
                 },
-                missing: (2 - published.len()) as i64,
-                missing_ids: [7, 8]
-                    .into_iter()
-                    .filter(|id| !published.contains(id))
-                    .collect(),
             },
             owed,
         }
