@@ -16,5 +16,6 @@ pub mod pause;
 pub mod power;
 pub mod rng;
 pub mod route;
+pub mod servers;
 pub mod stackfile;
 pub mod store;

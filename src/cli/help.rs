@@ -139,7 +139,12 @@ pub fn guide() -> String {
         ));
     }
     let groups = groups(&cmd);
-    let engine: Vec<&String> = groups[0].1.iter().filter(|n| *n != "help").collect();
+    // `servers` is for poking at a stack's servers by hand: `--help` lists it, the glance not.
+    let engine: Vec<&String> = groups[0]
+        .1
+        .iter()
+        .filter(|n| *n != "help" && *n != "servers")
+        .collect();
     let width = engine.iter().map(|n| n.len()).max().unwrap_or(0);
     text.push_str("\nEngine commands (any lab):\n");
     for name in engine {

@@ -146,6 +146,8 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Start a lab's servers (PostgreSQL, RabbitMQ) and its databases and queues until stdin ends
+    Servers(crate::servers::command::Args),
     /// Re-check a run's evidence offline: digests, exits, claims, readbacks, sources
     Audit {
         /// The evidence directory of a driver, chaos or explore run

@@ -88,6 +88,7 @@ pub fn run(command: Command) -> Result<i32> {
                 },
             )
         }
+        Command::Servers(args) => crate::servers::command::run(&args),
         Command::Explore(args) => engine::explore::command(&args, recorded_args()),
         Command::Digest { files, json } => {
             let mut documents = Vec::with_capacity(files.len());

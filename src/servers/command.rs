@@ -1,0 +1,218 @@
+//! `crashlab servers`: a lab's servers for a user (or a test) to poke at.
+//!
+//! Starts (or reaches) the servers the lab's stack needs, prepares its databases and queues
+//! into `--work DIR` (`stack.json`), prints one line `ready <path of stack.json>`, then reads
+//! commands on stdin (`kill postgres`, `restart rabbitmq`, `startups`) until stdin ends or
+//! SIGINT / SIGTERM / SIGHUP arrives; then releases and stops everything and exits 0.
+
+use std::io::BufRead;
+use std::path::PathBuf;
+use std::sync::mpsc;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use clap::Args as ClapArgs;
+
+use super::{Kind, Servers, Want};
+use crate::engine::stack::StackDef;
+use crate::{fail, out};
+
+#[derive(ClapArgs, Debug, Clone)]
+pub struct Args {
+    /// The lab whose stack to start (its number or name); or none, with --databases/--queues
+    pub lab: Option<String>,
+    /// The lab's stack, when it has more than one (postgres-rabbitmq, postgres)
+    #[arg(long, value_name = "NAME")]
+    pub stack: Option<String>,
+    /// Use this PostgreSQL server instead of starting one (crashlab only creates and drops
+    /// databases named crashlab_*)
+    #[arg(long, value_name = "URL")]
+    pub pg_url: Option<String>,
+    /// Use this RabbitMQ broker instead of starting one (crashlab only deletes queues named
+    /// crashlab_*)
+    #[arg(long, value_name = "URL")]
+    pub amqp_url: Option<String>,
+    /// An existing directory: stack.json is written there (and removed at the end)
+    #[arg(long, value_name = "DIR")]
+    pub work: PathBuf,
+    /// Without a lab: the logical databases to create (comma-separated)
+    #[arg(
+        long,
+        value_name = "NAMES",
+        value_delimiter = ',',
+        conflicts_with = "lab"
+    )]
+    pub databases: Vec<String>,
+    /// Without a lab: the logical queues to name (comma-separated)
+    #[arg(
+        long,
+        value_name = "NAMES",
+        value_delimiter = ',',
+        conflicts_with = "lab"
+    )]
+    pub queues: Vec<String>,
+    /// The tag in the names crashlab_<TAG>_<name>; default: s<pid>
+    #[arg(long, value_name = "TAG")]
+    pub tag: Option<String>,
+}
+
+/// The stack `args` asks for: the lab's, or one made of --databases and --queues.
+fn stack_of(args: &Args) -> Result<&'static StackDef> {
+    let Some(name) = &args.lab else {
+        if args.databases.is_empty() && args.queues.is_empty() {
+            return Err(fail::usage(
+                "servers: name a lab on a stack, or give --databases and/or --queues",
+            ));
+        }
+        // The process ends with this command: a stack made of the command line may live as
+        // long as the process.
+        let leak = |names: &[String]| -> &'static [&'static str] {
+            let names: Vec<&'static str> = names
+                .iter()
+                .map(|n| &*Box::leak(n.clone().into_boxed_str()))
+                .collect();
+            Box::leak(names.into_boxed_slice())
+        };
+        let name: &'static str = match (args.databases.is_empty(), args.queues.is_empty()) {
+            (false, false) => "postgres-rabbitmq",
+            (false, true) => "postgres",
+            _ => "rabbitmq",
+        };
+        return Ok(Box::leak(Box::new(StackDef {
+            name,
+            databases: leak(&args.databases),
+            queues: leak(&args.queues),
+            pg_settings: &[],
+        })));
+    };
+    let named: Vec<&'static crate::engine::Lab> = crate::engine::registry::labs()
+        .iter()
+        .copied()
+        .filter(|l| l.id == name || l.slug == name || l.full_name() == *name)
+        .collect();
+    if named.is_empty() {
+        crate::engine::registry::find(name)?;
+    }
+    let stacks: Vec<&'static StackDef> = named.iter().filter_map(|l| l.stack).collect();
+    let chosen = match &args.stack {
+        Some(wanted) => stacks.iter().find(|s| s.name == wanted),
+        None => stacks.first(),
+    };
+    chosen.copied().ok_or_else(|| {
+        let known: Vec<&str> = stacks.iter().map(|s| s.name).collect();
+        fail::usage(format!(
+            "lab {name} has no stack {}; its stacks on servers: {}",
+            args.stack.as_deref().unwrap_or("on servers"),
+            if known.is_empty() {
+                "none (it runs on SQLite files)".to_string()
+            } else {
+                known.join(", ")
+            }
+        ))
+    })
+}
+
+pub fn run(args: &Args) -> Result<i32> {
+    let def = stack_of(args)?;
+    if !args.work.is_dir() {
+        return Err(fail::usage(format!(
+            "--work {}: not an existing directory",
+            args.work.display()
+        )));
+    }
+    let tag = args
+        .tag
+        .clone()
+        .unwrap_or_else(|| format!("s{}", std::process::id()));
+    crate::interrupt::catch()?;
+    let want = Want {
+        postgres: !def.databases.is_empty(),
+        rabbitmq: !def.queues.is_empty(),
+        pg_settings: def.pg_settings,
+        pg_url: args.pg_url.as_deref(),
+        amqp_url: args.amqp_url.as_deref(),
+    };
+    // The servers' own files live in a private temporary directory, never in --work.
+    let private = tempfile::Builder::new()
+        .prefix("crashlab-servers-")
+        .tempdir()
+        .context("creating the servers' directory")?;
+    let mut servers = Servers::start(&want, private.path())?;
+    let file = servers.prepare(def, &tag, &args.work)?;
+    let ended = serve(&mut servers, &args.work.join(crate::stackfile::NAME));
+    let released = servers.release(&file);
+    let stopped = servers.stop();
+    let _ = std::fs::remove_file(args.work.join(crate::stackfile::NAME));
+    ended.and(released).and(stopped)?;
+    Ok(fail::EXIT_OK)
+}
+
+/// Print the startups and `ready`, then answer commands until stdin ends or a signal.
+fn serve(servers: &mut Servers, stack_json: &std::path::Path) -> Result<()> {
+    for s in servers.startups() {
+        out::say(&startup_line(&s));
+    }
+    out::say(&format!("ready {}", stack_json.display()));
+    let (send, lines) = mpsc::channel::<String>();
+    // A reader thread: stdin has no timeout, a signal must still be noticed. It ends with
+    // stdin (or with the process).
+    std::thread::Builder::new()
+        .name("servers-stdin".into())
+        .spawn(move || {
+            for line in std::io::stdin().lock().lines() {
+                let Ok(line) = line else { break };
+                if send.send(line).is_err() {
+                    break;
+                }
+            }
+        })?;
+    loop {
+        if crate::interrupt::caught().is_some() {
+            return Ok(());
+        }
+        match lines.recv_timeout(Duration::from_millis(100)) {
+            Ok(line) => answer(servers, line.trim()),
+            Err(mpsc::RecvTimeoutError::Timeout) => continue,
+            Err(mpsc::RecvTimeoutError::Disconnected) => return Ok(()),
+        }
+    }
+}
+
+/// One command from stdin; a bad one is one line on stderr and the servers keep running.
+fn answer(servers: &mut Servers, line: &str) {
+    let words: Vec<&str> = line.split_whitespace().collect();
+    let done = match words.as_slice() {
+        [] => Ok(()),
+        ["startups"] => serde_json::to_string(&servers.startups())
+            .map(|json| out::say(&json))
+            .map_err(anyhow::Error::from),
+        [verb @ ("kill" | "restart"), server] => match Kind::parse(server) {
+            None => Err(fail::usage(format!(
+                "unknown server '{server}' (postgres, rabbitmq)"
+            ))),
+            Some(kind) if *verb == "kill" => servers
+                .kill(kind)
+                .map(|()| out::say(&format!("killed {}", kind.name()))),
+            Some(kind) => servers
+                .restart(kind)
+                .map(|wall_ms| out::say(&format!("restarted {} wall_ms={wall_ms}", kind.name()))),
+        },
+        _ => Err(fail::usage(format!(
+            "unknown command '{line}' (kill|restart postgres|rabbitmq, startups)"
+        ))),
+    };
+    if let Err(e) = done {
+        out::warn(&format!("crashlab: {}", fail::one_line(&e)));
+    }
+}
+
+fn startup_line(s: &super::Startup) -> String {
+    format!(
+        "{} {} {} port={} start_wall_ms={}",
+        s.server,
+        s.version,
+        if s.private { "private" } else { "given" },
+        s.port.map_or_else(|| "-".to_string(), |p| p.to_string()),
+        s.start_wall_ms
+    )
+}

@@ -1,0 +1,380 @@
+//! The servers a lab on a stack needs: PostgreSQL and RabbitMQ, private to a run (started
+//! under a directory the caller owns, on free ports of 127.0.0.1) or given by URL.
+//!
+//! No private server outlives the `Servers` value nor the process that holds it: every
+//! server process is spawned with PR_SET_PDEATHSIG (from one long-lived thread,
+//! `process::Launcher`), and `Drop` kills and waits for them all. On a given server crashlab
+//! creates and drops only its own `crashlab_` names, and never kills nor restarts it.
+
+pub mod binaries;
+pub mod command;
+pub mod names;
+pub mod ports;
+pub mod postgres;
+pub mod process;
+pub mod rabbitmq;
+mod start;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Instant;
+
+use anyhow::Result;
+use serde::Serialize;
+
+use crate::engine::stack::StackDef;
+use crate::fail;
+use crate::stackfile::StackFile;
+use postgres::StartError;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Postgres,
+    Rabbitmq,
+}
+
+impl Kind {
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Postgres => "postgres",
+            Kind::Rabbitmq => "rabbitmq",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Kind> {
+        match text {
+            "postgres" => Some(Kind::Postgres),
+            "rabbitmq" => Some(Kind::Rabbitmq),
+            _ => None,
+        }
+    }
+}
+
+/// Which servers a run needs, and which of them the user already has.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Want<'a> {
+    pub postgres: bool,
+    pub rabbitmq: bool,
+    /// `postgres -c NAME=VALUE` for a private cluster (StackDef::pg_settings).
+    pub pg_settings: &'a [(&'a str, &'a str)],
+    /// Servers the user already has: reached, never started, killed or changed beyond the
+    /// databases and queues crashlab creates (names starting `crashlab_`).
+    pub pg_url: Option<&'a str>,
+    pub amqp_url: Option<&'a str>,
+}
+
+/// One server's start, for the evidence.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct Startup {
+    /// `postgres` or `rabbitmq`.
+    pub server: &'static str,
+    pub version: String,
+    /// The port on 127.0.0.1 of a private server; None for a given one.
+    pub port: Option<u16>,
+    pub private: bool,
+    /// From the first spawn (initdb for PostgreSQL) to the first accepted connection; for a
+    /// given server, the first connection.
+    pub start_wall_ms: u64,
+    /// Each restart after a kill: from spawn to ready.
+    pub restart_wall_ms: Vec<u64>,
+}
+
+enum Pg {
+    Private(postgres::Private),
+    Given(String),
+}
+
+enum Mq {
+    Private(rabbitmq::Private),
+    Given(String),
+}
+
+/// The servers of a run. Drop kills whatever it started, and waits for it.
+pub struct Servers {
+    // Fields drop in this order: the servers before the thread that spawned them.
+    pg: Option<(Pg, Startup)>,
+    mq: Option<(Mq, Startup)>,
+    launcher: process::Launcher,
+}
+
+/// A scoped thread's result; its panic goes on in this thread.
+fn joined<T>(handle: std::thread::ScopedJoinHandle<'_, T>) -> T {
+    handle
+        .join()
+        .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+}
+
+fn since_ms(start: Instant) -> u64 {
+    start.elapsed().as_millis() as u64
+}
+
+impl Servers {
+    /// Start private servers under `dir` (a directory the caller owns and removes, under one
+    /// the `postgres` user may traverse when crashlab runs as root), or reach the given ones.
+    /// Missing binaries: exit 69 naming the install command; an unreachable URL: 69; a port
+    /// in use: another port (bounded retries).
+    pub fn start(want: &Want, dir: &Path) -> Result<Servers> {
+        assert!(want.postgres || want.rabbitmq, "a stack needs a server");
+        // Every program is looked for before anything starts: a missing one leaves nothing
+        // running behind its error.
+        if want.postgres && want.pg_url.is_none() {
+            binaries::postgres_bin()?;
+            binaries::server_user()?;
+        }
+        if want.rabbitmq && want.amqp_url.is_none() {
+            binaries::rabbitmq_server()?;
+            binaries::epmd()?;
+        }
+        let launcher = process::Launcher::new()?;
+        // PostgreSQL (about a second) starts while RabbitMQ (about five) boots.
+        let (pg, mq) = std::thread::scope(|scope| {
+            let pg = want.postgres.then(|| {
+                scope.spawn(|| match want.pg_url {
+                    Some(url) => start::given_postgres(url),
+                    None => start::postgres(dir, want.pg_settings, &launcher),
+                })
+            });
+            let mq = want.rabbitmq.then(|| {
+                scope.spawn(|| match want.amqp_url {
+                    Some(url) => start::given_rabbitmq(url),
+                    None => start::rabbitmq(dir, &launcher),
+                })
+            });
+            (pg.map(joined), mq.map(joined))
+        });
+        let mut servers = Servers {
+            pg: None,
+            mq: None,
+            launcher,
+        };
+        // Whichever started is kept in `servers` first, so that an error of the other drops
+        // (kills) it on the way out.
+        let pg = pg.transpose();
+        let mq = mq.transpose();
+        servers.pg = match pg {
+            Ok(pg) => pg,
+            Err(e) => {
+                servers.mq = mq.ok().flatten();
+                return Err(e);
+            }
+        };
+        servers.mq = mq?;
+        Ok(servers)
+    }
+
+    /// Fresh databases and queues of `def` for one scenario or case, tagged `tag` (a short
+    /// [a-z0-9_] string unique in the run), and `stack.json` written into `work`. Queues are
+    /// deleted if a leftover has the name, never declared: the lab's roles declare them with
+    /// the properties under test (durable or not, classic or quorum).
+    pub fn prepare(&self, def: &StackDef, tag: &str, work: &Path) -> Result<StackFile> {
+        let mut postgres_urls = BTreeMap::new();
+        if !def.databases.is_empty() {
+            let Some((pg, _)) = &self.pg else {
+                return Err(fail::failed(format!(
+                    "stack {} needs PostgreSQL, which was not started",
+                    def.name
+                )));
+            };
+            let admin_url = match pg {
+                Pg::Private(p) => p.url("postgres"),
+                Pg::Given(url) => url.clone(),
+            };
+            let mut client = postgres::admin(&admin_url)?;
+            for logical in def.databases {
+                let name = names::of(tag, logical)?;
+                postgres::create_database(&mut client, &name)?;
+                postgres_urls.insert(
+                    logical.to_string(),
+                    postgres::database_url(&admin_url, &name)?,
+                );
+            }
+        }
+        let mut queues = BTreeMap::new();
+        let amqp_url = self.amqp_url();
+        if !def.queues.is_empty() {
+            let Some(url) = &amqp_url else {
+                return Err(fail::failed(format!(
+                    "stack {} needs RabbitMQ, which was not started",
+                    def.name
+                )));
+            };
+            for logical in def.queues {
+                queues.insert(logical.to_string(), names::of(tag, logical)?);
+            }
+            let names: Vec<&str> = queues.values().map(String::as_str).collect();
+            rabbitmq::delete_queues(url, &names)?;
+        }
+        let file = StackFile {
+            stack: def.name.to_string(),
+            postgres: postgres_urls,
+            amqp_url,
+            queues,
+        };
+        crate::stackfile::write(work, &file)?;
+        Ok(file)
+    }
+
+    /// Drop what `prepare` made (databases dropped, queues deleted).
+    pub fn release(&self, file: &StackFile) -> Result<()> {
+        if !file.postgres.is_empty() {
+            if let Some((pg, _)) = &self.pg {
+                let admin_url = match pg {
+                    Pg::Private(p) => p.url("postgres"),
+                    Pg::Given(url) => url.clone(),
+                };
+                let mut client = postgres::admin(&admin_url)?;
+                for url in file.postgres.values() {
+                    let name = database_of(url);
+                    if names::ours(name) {
+                        postgres::drop_database(&mut client, name)?;
+                    }
+                }
+            }
+        }
+        if let Some(url) = &file.amqp_url {
+            let names: Vec<&str> = file
+                .queues
+                .values()
+                .map(String::as_str)
+                .filter(|n| names::ours(n))
+                .collect();
+            rabbitmq::delete_queues(url, &names)?;
+        }
+        Ok(())
+    }
+
+    /// Did crashlab start every server it has (none given by URL)?
+    pub fn private(&self) -> bool {
+        let pg = self
+            .pg
+            .as_ref()
+            .is_none_or(|(p, _)| matches!(p, Pg::Private(_)));
+        let mq = self
+            .mq
+            .as_ref()
+            .is_none_or(|(m, _)| matches!(m, Mq::Private(_)));
+        pg && mq
+    }
+
+    /// The broker's URL, if there is one.
+    pub fn amqp_url(&self) -> Option<String> {
+        self.mq.as_ref().map(|(mq, _)| match mq {
+            Mq::Private(p) => p.url(),
+            Mq::Given(url) => url.clone(),
+        })
+    }
+
+    /// SIGKILL every process of that server (postmaster and backends / the Erlang node),
+    /// gone before it returns. Refused (one line, exit 2) for a server the user gave.
+    pub fn kill(&mut self, kind: Kind) -> Result<()> {
+        match kind {
+            Kind::Postgres => match &mut self.pg {
+                Some((Pg::Private(p), _)) => p.kill(),
+                Some((Pg::Given(_), _)) => Err(refuse_given(kind)),
+                None => Err(not_started(kind)),
+            },
+            Kind::Rabbitmq => match &mut self.mq {
+                Some((Mq::Private(m), _)) => m.kill_node(),
+                Some((Mq::Given(_), _)) => Err(refuse_given(kind)),
+                None => Err(not_started(kind)),
+            },
+        }
+    }
+
+    /// Start it again on the same port and data (killed first if it still runs), and wait
+    /// until it is ready (bounded). Returns the restart's wall_ms.
+    pub fn restart(&mut self, kind: Kind) -> Result<u64> {
+        self.kill(kind)?;
+        let started = Instant::now();
+        let launcher = &self.launcher;
+        let (result, startup) = match kind {
+            Kind::Postgres => match &mut self.pg {
+                Some((Pg::Private(p), startup)) => (p.start(p.port, launcher), startup),
+                _ => unreachable!("kill refused a server crashlab did not start"),
+            },
+            Kind::Rabbitmq => match &mut self.mq {
+                Some((Mq::Private(m), startup)) => (m.restart(launcher), startup),
+                _ => unreachable!("kill refused a server crashlab did not start"),
+            },
+        };
+        match result {
+            Ok(()) => {
+                let wall_ms = since_ms(started);
+                startup.restart_wall_ms.push(wall_ms);
+                Ok(wall_ms)
+            }
+            Err(StartError::PortTaken) => Err(fail::unavailable(format!(
+                "{}: its port {} was taken by another process while it was down",
+                kind.name(),
+                startup.port.unwrap_or_default()
+            ))),
+            Err(StartError::Other(e)) => Err(e),
+        }
+    }
+
+    /// For the evidence: per server, version, port, private or given, start wall_ms, restarts.
+    pub fn startups(&self) -> Vec<Startup> {
+        let pg = self.pg.as_ref().map(|(_, s)| s.clone());
+        let mq = self.mq.as_ref().map(|(_, s)| s.clone());
+        pg.into_iter().chain(mq).collect()
+    }
+
+    /// Kill every private server and wait until each is gone.
+    pub fn stop(mut self) -> Result<()> {
+        self.stop_all()
+    }
+
+    fn stop_all(&mut self) -> Result<()> {
+        let pg = match self.pg.as_mut() {
+            Some((Pg::Private(p), _)) => p.kill(),
+            _ => Ok(()),
+        };
+        let mq = match self.mq.as_mut() {
+            Some((Mq::Private(m), _)) => m.kill_all(),
+            _ => Ok(()),
+        };
+        pg.and(mq)
+    }
+}
+
+impl Drop for Servers {
+    fn drop(&mut self) {
+        let _ = self.stop_all();
+    }
+}
+
+fn refuse_given(kind: Kind) -> anyhow::Error {
+    let option = match kind {
+        Kind::Postgres => "--pg-url",
+        Kind::Rabbitmq => "--amqp-url",
+    };
+    fail::usage(format!(
+        "{}: crashlab does not kill or restart a server it was given ({option}); run it on private servers",
+        kind.name()
+    ))
+}
+
+fn not_started(kind: Kind) -> anyhow::Error {
+    fail::usage(format!("{}: this stack has no such server", kind.name()))
+}
+
+/// The database name in a URL (its path, before any query).
+fn database_of(url: &str) -> &str {
+    let after_scheme = url.split_once("://").map_or(url, |(_, rest)| rest);
+    let path = after_scheme.split_once('/').map_or("", |(_, path)| path);
+    path.split('?').next().unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_database_of_a_url_is_its_path() {
+        assert_eq!(
+            database_of("postgres://u@h:1/crashlab_a_b?x=y"),
+            "crashlab_a_b"
+        );
+        assert_eq!(database_of("postgres://u@h:1"), "");
+    }
+}

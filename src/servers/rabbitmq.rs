@@ -1,0 +1,322 @@
+//! RabbitMQ: a private node (its own node name, ports, Erlang distribution port, port mapper
+//! and directories under the run's directory), or a broker the user gave by URL.
+//!
+//! Two things keep a private node from outliving crashlab:
+//! - our own foreground `epmd -port N`, started first: otherwise the node starts
+//!   `epmd -daemon`, which detaches and outlives everything;
+//! - `NOTIFY_SOCKET` set (to a path where nothing listens): the `rabbitmq-server` script then
+//!   `exec`s the Erlang VM instead of forking it under a shell, so `beam.smp` is our child and
+//!   keeps the PR_SET_PDEATHSIG armed before exec. Its helpers (`erl_child_setup`,
+//!   `inet_gethost`, the disk monitor's shell) exit when the VM's pipes close.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+
+use super::postgres::{tail, StartError};
+use super::process::{self, Launcher};
+use super::{binaries, ports};
+use crate::fail;
+
+/// From spawn to the first AMQP connection (about 5 s idle; more on a loaded machine).
+const READY_WAIT_MS: u64 = 90_000;
+/// From spawn of `epmd` to its port accepting.
+const EPMD_WAIT_MS: u64 = 10_000;
+/// One AMQP connection attempt (TCP connect and the AMQP handshake).
+const CONNECT_TIMEOUT_MS: u64 = 5_000;
+
+pub struct Private {
+    script: PathBuf,
+    home: PathBuf,
+    node: String,
+    /// AMQP, Erlang distribution, epmd.
+    pub port: u16,
+    dist_port: u16,
+    epmd_port: u16,
+    epmd: Option<Child>,
+    child: Option<Child>,
+    pub version: String,
+}
+
+impl Private {
+    /// Lay out the node's directories under `dir/rabbitmq`; nothing runs yet.
+    pub fn init(dir: &Path) -> Result<Private> {
+        let script = binaries::rabbitmq_server()?;
+        // Checked now, so that a missing one fails before anything starts.
+        binaries::epmd()?;
+        let home = dir.join("rabbitmq");
+        for sub in ["", "mnesia", "log", "home"] {
+            let path = home.join(sub);
+            std::fs::create_dir_all(&path)
+                .with_context(|| format!("creating {}", path.display()))?;
+        }
+        std::fs::write(home.join("enabled_plugins"), "[].\n")?;
+        let version = binaries::rabbitmq_version(&script);
+        Ok(Private {
+            script,
+            home,
+            node: format!("crashlab-{}@localhost", std::process::id()),
+            port: 0,
+            dist_port: 0,
+            epmd_port: 0,
+            epmd: None,
+            child: None,
+            version,
+        })
+    }
+
+    /// Start `epmd` and the node on `ports` (AMQP, distribution, epmd) and wait until the
+    /// node takes an AMQP connection (bounded).
+    pub fn start(&mut self, ports_: [u16; 3], launcher: &Launcher) -> Result<(), StartError> {
+        assert!(self.child.is_none() && self.epmd.is_none());
+        [self.port, self.dist_port, self.epmd_port] = ports_;
+        self.start_epmd(launcher)?;
+        self.start_node(launcher)
+    }
+
+    fn start_epmd(&mut self, launcher: &Launcher) -> Result<(), StartError> {
+        let epmd = binaries::epmd().map_err(StartError::Other)?;
+        let mut command = Command::new(epmd);
+        command
+            .args(["-port", &self.epmd_port.to_string()])
+            .env("ERL_EPMD_ADDRESS", "127.0.0.1")
+            .current_dir(&self.home)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        process::die_with_parent(&mut command);
+        let child = launcher
+            .spawn(command)
+            .map_err(|e| StartError::Other(anyhow::Error::new(e).context("starting epmd")))?;
+        self.epmd = Some(child);
+        let deadline = Instant::now() + Duration::from_millis(EPMD_WAIT_MS);
+        loop {
+            let epmd = self.epmd.as_mut().expect("started above");
+            if epmd
+                .try_wait()
+                .map_err(|e| StartError::Other(e.into()))?
+                .is_some()
+            {
+                self.epmd = None;
+                return Err(StartError::PortTaken);
+            }
+            if ports::accepts(self.epmd_port) {
+                return Ok(());
+            }
+            if Instant::now() >= deadline {
+                let _ = self.kill_all();
+                return Err(StartError::Other(fail::unavailable(format!(
+                    "epmd did not listen within {EPMD_WAIT_MS} ms"
+                ))));
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// Start the node (epmd already runs) and wait until it is ready.
+    pub fn start_node(&mut self, launcher: &Launcher) -> Result<(), StartError> {
+        assert!(self.child.is_none() && self.epmd.is_some());
+        let config = self.home.join("rabbitmq.conf");
+        std::fs::write(
+            &config,
+            format!(
+                "listeners.tcp.default = 127.0.0.1:{}\nloopback_users = none\n",
+                self.port
+            ),
+        )
+        .map_err(|e| StartError::Other(e.into()))?;
+        let log_path = self.home.join("log").join("server.out");
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&log_path)
+            .map_err(|e| StartError::Other(e.into()))?;
+        let log2 = log.try_clone().map_err(|e| StartError::Other(e.into()))?;
+        let path = std::env::var("PATH").unwrap_or_else(|_| "/usr/bin:/bin".into());
+        let mut command = Command::new(&self.script);
+        command
+            .env_clear()
+            .env("PATH", path)
+            .env("HOME", self.home.join("home"))
+            .env("LC_ALL", "C.UTF-8")
+            .env("NOTIFY_SOCKET", self.home.join("notify"))
+            .env("RABBITMQ_NODENAME", &self.node)
+            .env("RABBITMQ_NODE_IP_ADDRESS", "127.0.0.1")
+            .env("RABBITMQ_NODE_PORT", self.port.to_string())
+            .env("RABBITMQ_DIST_PORT", self.dist_port.to_string())
+            .env("ERL_EPMD_PORT", self.epmd_port.to_string())
+            .env("ERL_EPMD_ADDRESS", "127.0.0.1")
+            .env(
+                "RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS",
+                "-kernel inet_dist_use_interface {127,0,0,1}",
+            )
+            .env("RABBITMQ_MNESIA_BASE", self.home.join("mnesia"))
+            .env("RABBITMQ_LOG_BASE", self.home.join("log"))
+            .env("RABBITMQ_CONFIG_FILE", &config)
+            .env(
+                "RABBITMQ_ENABLED_PLUGINS_FILE",
+                self.home.join("enabled_plugins"),
+            )
+            .current_dir(&self.home)
+            .stdin(Stdio::null())
+            .stdout(log)
+            .stderr(log2);
+        process::die_with_parent(&mut command);
+        let child = launcher.spawn(command).map_err(|e| {
+            StartError::Other(anyhow::Error::new(e).context("starting rabbitmq-server"))
+        })?;
+        self.child = Some(child);
+        let url = self.url();
+        let deadline = Instant::now() + Duration::from_millis(READY_WAIT_MS);
+        loop {
+            let exited = self
+                .child
+                .as_mut()
+                .expect("started above")
+                .try_wait()
+                .map_err(|e| StartError::Other(e.into()))?;
+            if let Some(status) = exited {
+                self.child = None;
+                let log = tail(&log_path);
+                if !ports::free(self.port)
+                    || !ports::free(self.dist_port)
+                    || log.contains("eaddrinuse")
+                {
+                    return Err(StartError::PortTaken);
+                }
+                return Err(StartError::Other(fail::failed(format!(
+                    "rabbitmq-server exited while starting ({status}): {log}"
+                ))));
+            }
+            // The listener opens at the end of the boot: a TCP accept is nearly ready.
+            if ports::accepts(self.port) && reach(&url).is_ok() {
+                return Ok(());
+            }
+            if Instant::now() >= deadline {
+                let _ = self.kill_node();
+                return Err(StartError::Other(fail::unavailable(format!(
+                    "RabbitMQ did not take an AMQP connection within {READY_WAIT_MS} ms: {}",
+                    tail(&log_path)
+                ))));
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Start the node again after a kill, on the same ports and data (epmd too, if it died).
+    pub fn restart(&mut self, launcher: &Launcher) -> Result<(), StartError> {
+        assert!(self.child.is_none(), "killed before a restart");
+        if self.epmd.is_none() {
+            self.start_epmd(launcher)?;
+        }
+        self.start_node(launcher)
+    }
+
+    pub fn url(&self) -> String {
+        format!("amqp://guest:guest@127.0.0.1:{}/%2f", self.port)
+    }
+
+    pub fn running(&self) -> bool {
+        self.child.is_some()
+    }
+
+    /// SIGKILL the node (the VM and its helpers) and wait until all are gone; epmd stays, as
+    /// it would on a machine whose broker crashed.
+    pub fn kill_node(&mut self) -> Result<()> {
+        match self.child.take() {
+            Some(mut child) => process::kill_tree(&mut child),
+            None => Ok(()),
+        }
+    }
+
+    /// The node and epmd.
+    pub fn kill_all(&mut self) -> Result<()> {
+        let node = self.kill_node();
+        let epmd = match self.epmd.take() {
+            Some(mut child) => process::kill_tree(&mut child),
+            None => Ok(()),
+        };
+        node.and(epmd)
+    }
+}
+
+impl Drop for Private {
+    fn drop(&mut self) {
+        let _ = self.kill_all();
+    }
+}
+
+/// Run `future` on a runtime of its own (the servers' calls are few and short).
+fn block_on<F: std::future::Future>(future: F) -> Result<F::Output> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("starting the AMQP client's runtime")?;
+    Ok(runtime.block_on(future))
+}
+
+async fn connect(url: &str) -> Result<lapin::Connection> {
+    let connecting = lapin::Connection::connect(url, lapin::ConnectionProperties::default());
+    match tokio::time::timeout(Duration::from_millis(CONNECT_TIMEOUT_MS), connecting).await {
+        Ok(connected) => Ok(connected?),
+        Err(_) => Err(anyhow::anyhow!(
+            "no AMQP handshake within {CONNECT_TIMEOUT_MS} ms"
+        )),
+    }
+}
+
+/// Open and close one AMQP connection.
+pub fn reach(url: &str) -> Result<()> {
+    block_on(async {
+        let connection = connect(url).await?;
+        let _ = connection.close(200, "crashlab: reached".into()).await;
+        Ok(())
+    })?
+}
+
+/// Reach a broker the user gave: 69 naming it when it cannot be reached.
+pub fn reach_given(url: &str) -> Result<()> {
+    reach(url).map_err(|e| {
+        fail::unavailable(format!(
+            "cannot reach RabbitMQ at {} (--amqp-url): {}",
+            super::postgres::redact(url),
+            fail::one_line(&e)
+        ))
+    })
+}
+
+/// Delete queues `names` (each a `crashlab_` name) if they exist.
+pub fn delete_queues(url: &str, names: &[&str]) -> Result<()> {
+    for name in names {
+        assert!(
+            super::names::ours(name),
+            "crashlab touches only its own names: {name}"
+        );
+    }
+    if names.is_empty() {
+        return Ok(());
+    }
+    block_on(async {
+        let connection = connect(url).await.map_err(|e| {
+            fail::unavailable(format!(
+                "cannot reach RabbitMQ at {}: {}",
+                super::postgres::redact(url),
+                fail::one_line(&e)
+            ))
+        })?;
+        let channel = connection.create_channel().await?;
+        for name in names {
+            channel
+                .queue_delete(
+                    (*name).into(),
+                    lapin::options::QueueDeleteOptions::default(),
+                )
+                .await
+                .with_context(|| format!("deleting queue {name}"))?;
+        }
+        let _ = connection.close(200, "crashlab: done".into()).await;
+        Ok(())
+    })?
+}
