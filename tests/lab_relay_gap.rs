@@ -190,7 +190,6 @@ fn schedule(variant: &str) -> (Value, Value, String) {
 }
 
 #[test]
-#[ignore = "needs `crashlab servers` (the servers part, not merged yet)"]
 fn last_id_loses_the_row_that_commits_late_and_the_other_designs_publish_it() {
     // last-id: 8 published and remembered; 7 commits below the mark and is never read.
     let (during, last, second) = schedule("last-id");
