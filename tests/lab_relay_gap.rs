@@ -304,7 +304,7 @@ fn bad_input_is_one_line_with_its_exit_code_and_leaves_nothing() {
 /// The driver on the stack: each design's scenario as the readbacks above say, the loss in
 /// Jepsen's words (`unseen` 7, expected of last-id only), and an audit that passes.
 #[test]
-#[ignore = "needs the driver on servers (the stack engine part, not merged yet)"]
+
 fn driver_on_postgres_shows_the_loss_and_its_evidence_audits() {
     let tmp = tempfile::tempdir().unwrap();
     let out = crashlab(tmp.path(), &["driver", "f1", "--out", "ev"]);
@@ -330,7 +330,7 @@ fn driver_on_postgres_shows_the_loss_and_its_evidence_audits() {
 
 /// Explore on the stack: each design breaks exactly where its prediction says.
 #[test]
-#[ignore = "needs explore on servers with a paused step (the stack engine part, not merged yet)"]
+
 fn explore_on_postgres_breaks_last_id_exactly_where_predicted() {
     let tmp = tempfile::tempdir().unwrap();
     let out = crashlab(
@@ -338,6 +338,32 @@ fn explore_on_postgres_breaks_last_id_exactly_where_predicted() {
         &["explore", "f1", "--variants", "all", "--out", "ex"],
     );
     assert_eq!(code(&out), 0, "{}\n{}", stdout(&out), stderr(&out));
-    let table = stdout(&out);
-    assert!(table.contains("PASS"), "{table}");
+    let explored = common::json(&tmp.path().join("ex").join("explore.json"));
+    assert_eq!(explored["ok"], true);
+    let mut broke: Vec<String> = Vec::new();
+    for case in explored["cases"].as_array().unwrap() {
+        let (variant, point) = (
+            case["variant"].as_str().unwrap(),
+            case["point"].as_str().unwrap(),
+        );
+        match case["status"].as_str().unwrap() {
+            "holds" => assert_eq!(case["bad_anomalies"], json!([]), "{variant} {point}"),
+            "breaks" => {
+                assert_eq!(
+                    case["bad_anomalies"][0]["anomaly"], "unseen",
+                    "{variant} {point}"
+                );
+                broke.push(format!("{variant} {point}"));
+            }
+            other => panic!("{variant} {point}: {other}"),
+        }
+    }
+    // Only last-id breaks, where A commits and the first poll remembers 8.
+    assert_eq!(
+        broke,
+        [
+            "last-id gap-write.after-commit",
+            "last-id gap-relay.after-advance"
+        ]
+    );
 }
