@@ -401,6 +401,15 @@ fn unreachable_urls_exit_69_and_start_nothing() {
     let (exit, errors) = servers_once(&place, &["--amqp-url", &amqp, "--queues", "q"], &[]);
     assert_eq!(exit, 69, "{errors}");
     assert!(errors.contains("--amqp-url"), "{errors}");
+    // A port that accepts and never answers: the handshake's wait is bounded too.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = silent.local_addr().unwrap().port();
+    let pg = format!("postgres://crashlab@127.0.0.1:{port}/postgres");
+    let (exit, errors) = servers_once(&place, &["--pg-url", &pg, "--databases", "a"], &[]);
+    assert_eq!(exit, 69, "{errors}");
+    let amqp = format!("amqp://guest:guest@127.0.0.1:{port}/%2f");
+    let (exit, errors) = servers_once(&place, &["--amqp-url", &amqp, "--queues", "q"], &[]);
+    assert_eq!(exit, 69, "{errors}");
     nothing_left(&place);
 }
 
@@ -469,4 +478,53 @@ fn on_a_given_server_only_crashlab_names_are_created_and_dropped() {
     let (exit, errors) = owner.finish();
     assert_eq!(exit, 0, "{errors}");
     assert_eq!(gone_under(&theirs.tmp), vec![]);
+}
+
+#[test]
+fn a_taken_port_is_told_apart_so_that_another_is_tried() {
+    use crashlab::servers::{postgres, process};
+    let place = place();
+    let launcher = process::Launcher::new().unwrap();
+    let mut cluster = postgres::Private::init(&place.tmp, &[], &launcher).unwrap();
+    let held = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = held.local_addr().unwrap().port();
+    match cluster.start(port, &launcher) {
+        Err(postgres::StartError::PortTaken) => {}
+        Err(postgres::StartError::Other(e)) => panic!("not seen as a taken port: {e:#}"),
+        Ok(()) => panic!("started on a port another process holds"),
+    }
+    assert!(!cluster.running());
+    drop(held);
+    let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = free.local_addr().unwrap().port();
+    drop(free);
+    match cluster.start(port, &launcher) {
+        Ok(()) => {}
+        Err(postgres::StartError::PortTaken) => panic!("port {port} taken meanwhile"),
+        Err(postgres::StartError::Other(e)) => panic!("{e:#}"),
+    }
+    assert!(cluster.running());
+    cluster.kill().unwrap();
+    assert_eq!(processes_under(&place.tmp), vec![]);
+}
+
+#[test]
+fn sigterm_ends_the_command_cleanly() {
+    let place = place();
+    let mut run = servers(&place, &["--databases", "a"]);
+    run.ready();
+    assert!(names_under(&place.tmp).iter().any(|n| n == "postgres"));
+    // SAFETY: kill has no memory effects; the child is not reaped yet, so the pid is its.
+    unsafe { libc::kill(run.child.id() as i32, libc::SIGTERM) };
+    let deadline = Instant::now() + LINE_WAIT;
+    let status = loop {
+        if let Some(status) = run.child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(Instant::now() < deadline, "no end after SIGTERM");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(status.code(), Some(0), "{}", run.stderr());
+    assert_eq!(gone_under(&place.tmp), vec![]);
+    nothing_left(&place);
 }

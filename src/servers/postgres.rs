@@ -217,13 +217,28 @@ pub fn tail(path: &Path) -> String {
     lines[start..].join(" | ")
 }
 
-/// A connection with a bounded connect time.
+/// A connection, handshake included, within `timeout_ms`. The client's own connect timeout
+/// bounds only the TCP connect: a port that accepts and never answers (another program on
+/// it, a stuck server) would hang the handshake. So it runs on a thread of its own, waited
+/// for at most `timeout_ms`; past that the thread is left to end when the peer closes.
 pub fn connect(url: &str, timeout_ms: u64) -> Result<postgres::Client> {
     let mut config: postgres::Config = url
         .parse()
         .map_err(|e| fail::usage(format!("{}: not a PostgreSQL URL: {e}", redact(url))))?;
     config.connect_timeout(Duration::from_millis(timeout_ms));
-    Ok(config.connect(postgres::NoTls)?)
+    let (send, receive) = std::sync::mpsc::channel();
+    std::thread::Builder::new()
+        .name("crashlab-pg-connect".into())
+        .spawn(move || {
+            let _ = send.send(config.connect(postgres::NoTls));
+        })
+        .context("starting a connection thread")?;
+    match receive.recv_timeout(Duration::from_millis(timeout_ms)) {
+        Ok(connected) => Ok(connected?),
+        Err(_) => Err(anyhow::anyhow!(
+            "no PostgreSQL handshake within {timeout_ms} ms"
+        )),
+    }
 }
 
 /// Reach a server the user gave: 69 naming it when it cannot be reached.

@@ -27,6 +27,9 @@ const EPMD_WAIT_MS: u64 = 10_000;
 /// One AMQP connection attempt (TCP connect and the AMQP handshake).
 const CONNECT_TIMEOUT_MS: u64 = 5_000;
 
+/// Nodes this process started, for their names.
+static NODES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
 pub struct Private {
     script: PathBuf,
     home: PathBuf,
@@ -57,7 +60,12 @@ impl Private {
         Ok(Private {
             script,
             home,
-            node: format!("crashlab-{}@localhost", std::process::id()),
+            // Unique on this host: the pid, and a count for a process with several nodes.
+            node: format!(
+                "crashlab-{}-{}@localhost",
+                std::process::id(),
+                NODES.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+            ),
             port: 0,
             dist_port: 0,
             epmd_port: 0,
