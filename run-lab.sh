@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
 # Build crashlab and run one lab's driver: bash run-lab.sh 14 [--out DIR] [driver arguments]
+# Every driver argument passes through, --stack, --pg-url and --amqp-url included:
+# bash run-lab.sh 14 --stack postgres-rabbitmq (docs/stack.md).
 # The default DIR is target/lab/<lab>-<UTC time> in this checkout; a relative --out DIR is
 # taken from the directory you run the script in. An existing DIR is refused (exit 2).
 set -euo pipefail

@@ -74,7 +74,12 @@ fn groups(cmd: &clap::Command) -> Vec<(String, Vec<String>)> {
             .filter(|r| names.iter().any(|m| m == *r))
             .map(|r| r.to_string())
             .collect();
-        groups.push((format!("Lab {} roles ({}):", lab.id, lab.slug), roles));
+        // A lab on several stacks has a group per stack: its servers' stack names it.
+        let title = match lab.stack {
+            Some(stack) => format!("Lab {} roles ({}, {}):", lab.id, lab.slug, stack.name),
+            None => format!("Lab {} roles ({}):", lab.id, lab.slug),
+        };
+        groups.push((title, roles));
     }
     // Postcondition: nothing listed twice, nothing left out.
     let listed: usize = groups.iter().map(|(_, g)| g.len()).sum();

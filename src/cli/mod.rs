@@ -101,6 +101,8 @@ pub enum Command {
         /// With --crash-mode power-loss: the seed of the cut (torn and prefix draw from it)
         #[arg(long, value_name = "N")]
         seed: Option<u64>,
+        #[command(flatten)]
+        stack: Box<crate::engine::stack::StackArgs>,
         /// A step still running after this is killed and recorded as a failure
         #[arg(long, default_value_t = 10_000)]
         step_timeout_ms: u64,

@@ -8,6 +8,7 @@ use anyhow::Result;
 
 use crate::crash::Mode;
 use crate::engine::nemesis::{of_mode, power_loss, Nemesis, POWER_CUTS_NAME};
+use crate::engine::stack::Server;
 use crate::fail;
 use crate::power;
 
@@ -23,6 +24,9 @@ pub enum CrashMode {
     /// SIGKILL at the point, every other process of the run killed, then what was never
     /// synced is lost (`--cut`, `--seed`)
     PowerLoss,
+    /// SIGKILL at the point, then the whole server `--server` names is SIGKILLed and
+    /// restarted before the next step (a lab on private servers; docs/stack.md)
+    ServerKill,
 }
 
 /// The seed of a cut when `--seed` is not given.
@@ -30,9 +34,10 @@ pub const CUT_SEED_DEFAULT: u64 = 1;
 
 impl CrashMode {
     pub fn name(self) -> &'static str {
-        match self.process() {
-            Some(mode) => mode.name(),
-            None => "power-loss",
+        match (self, self.process()) {
+            (_, Some(mode)) => mode.name(),
+            (CrashMode::ServerKill, None) => crate::engine::fleet::kill::NAME,
+            (_, None) => "power-loss",
         }
     }
 
@@ -43,7 +48,7 @@ impl CrashMode {
             CrashMode::Abort => Some(Mode::Abort),
             CrashMode::Kill => Some(Mode::Kill),
             CrashMode::Hang => Some(Mode::Hang),
-            CrashMode::PowerLoss => None,
+            CrashMode::PowerLoss | CrashMode::ServerKill => None,
         }
     }
 
@@ -55,6 +60,7 @@ impl CrashMode {
             CrashMode::Kill,
             CrashMode::Hang,
             CrashMode::PowerLoss,
+            CrashMode::ServerKill,
         ]
         .into_iter()
         .find(|m| m.name() == name)
@@ -89,7 +95,33 @@ pub fn choose(
     cut: Option<power::cut::Style>,
     seed: Option<u64>,
 ) -> Result<&'static dyn Nemesis> {
+    choose_on(mode, cut, seed, None)
+}
+
+/// As `choose`, with the server a server kill kills (`--server`): needed by server-kill,
+/// refused with any other mode (one line, exit 2).
+pub fn choose_on(
+    mode: CrashMode,
+    cut: Option<power::cut::Style>,
+    seed: Option<u64>,
+    server: Option<Server>,
+) -> Result<&'static dyn Nemesis> {
     check_cut_flags(mode, cut, seed)?;
+    match (mode, server) {
+        (CrashMode::ServerKill, Some(server)) => return Ok(crate::engine::fleet::kill::of(server)),
+        (CrashMode::ServerKill, None) => {
+            return Err(fail::usage(
+                "--crash-mode server-kill needs --server postgres or --server rabbitmq",
+            ))
+        }
+        (_, Some(_)) => {
+            return Err(fail::usage(format!(
+                "--server is for --crash-mode server-kill only (this run's crash mode is {})",
+                mode.name()
+            )))
+        }
+        (_, None) => {}
+    }
     Ok(match mode.process() {
         Some(m) => of_mode(m),
         None => power_loss(

@@ -9,6 +9,7 @@ pub mod driver;
 pub mod evidence;
 pub mod explore;
 pub mod files;
+pub mod fleet;
 pub mod freeze;
 pub mod jepsen;
 pub mod load;

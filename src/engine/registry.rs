@@ -44,6 +44,33 @@ pub fn find(name: &str) -> anyhow::Result<&'static Lab> {
         })
 }
 
+/// Find a lab by name and stack (`--stack`): no stack, the first lab of that name (the SQLite
+/// one, listed first); `sqlite`, the one without servers; another, the one on that stack.
+pub fn find_on(name: &str, stack: Option<&str>) -> anyhow::Result<&'static Lab> {
+    let first = find(name)?;
+    let Some(stack) = stack else {
+        return Ok(first);
+    };
+    let same = || {
+        labs()
+            .iter()
+            .copied()
+            .filter(|lab| lab.full_name() == first.full_name())
+    };
+    same()
+        .find(|lab| crate::engine::stack::name_of(lab.stack) == stack)
+        .ok_or_else(|| {
+            let known: Vec<&str> = same()
+                .map(|lab| crate::engine::stack::name_of(lab.stack))
+                .collect();
+            fail::usage(format!(
+                "lab {} has no stack '{stack}'; known: {}",
+                first.id,
+                known.join(", ")
+            ))
+        })
+}
+
 /// The first lab that has what `wanted` asks for (a background step, a load profile): how
 /// engine code and tests find a lab by what it does, never by its name.
 pub fn first_with(wanted: impl Fn(&Lab) -> bool) -> Option<&'static Lab> {

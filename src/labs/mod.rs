@@ -4,6 +4,7 @@
 
 pub mod http_dispatch;
 pub mod outbox_inbox;
+pub mod outbox_stack;
 pub mod poison;
 pub mod redelivered;
 pub mod relay_gap;
@@ -16,4 +17,5 @@ pub static LABS: &[&Lab] = &[
     &poison::lab::LAB,
     &redelivered::lab::LAB,
     &relay_gap::lab::LAB,
+    &outbox_stack::lab::LAB,
 ];

@@ -42,9 +42,10 @@ pub fn run(command: Command) -> Result<i32> {
             seed,
             step_timeout_ms,
             json,
+            stack,
         } => {
-            let lab = crate::engine::registry::find(&name)?;
-            let nemesis = engine::crash_mode::choose(crash_mode, power.cut, seed)?;
+            let lab = crate::engine::registry::find_on(&name, stack.stack.as_deref())?;
+            let nemesis = engine::crash_mode::choose_on(crash_mode, power.cut, seed, stack.server)?;
             let profile = power.profile()?;
             let out_dir = out_dir.unwrap_or_else(|| engine::driver::default_out(lab));
             let command = recorded_args();
@@ -59,12 +60,14 @@ pub fn run(command: Command) -> Result<i32> {
                     step_timeout_ms,
                     command,
                     json,
+                    stack: *stack,
                 },
             )
         }
         command @ Command::Chaos { .. } => {
             let (name, options) = command.into_chaos().expect("a chaos command");
-            let (lab, profile) = crate::engine::load::profile(&name)?;
+            let (lab, profile) =
+                crate::engine::load::profile_on(&name, options.stack.stack.as_deref())?;
             crate::engine::load::chaos::run(lab, profile, &options, recorded_args())
         }
         Command::Bench {

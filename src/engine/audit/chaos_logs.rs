@@ -174,6 +174,7 @@ pub(super) fn check_processes(
             timed_out: record.timed_out,
             stdout: whole,
             stderr: &stderr,
+            server_stores: crate::engine::fleet::server_stores(lab),
         };
         let mut problems = output::check(&ran, lab.points, &processes.pragmas);
         for text in preparer.check(whole) {

@@ -23,6 +23,8 @@ pub struct Driver {
     /// A power cut's style and seed, as the command gives them (defaults filled in).
     pub cut: Option<(Style, u64)>,
     pub step_timeout_ms: u64,
+    /// `--stack`, the server URLs and `--server`.
+    pub stack: Box<crate::engine::stack::StackArgs>,
 }
 
 /// What `crashlab chaos LAB …` asked for.
@@ -61,6 +63,7 @@ pub fn parse(command: &[String]) -> Result<Parsed, String> {
             seed,
             step_timeout_ms,
             json: _,
+            stack,
         } => {
             let refused = |e: anyhow::Error| {
                 format!(
@@ -69,7 +72,8 @@ pub fn parse(command: &[String]) -> Result<Parsed, String> {
                     fail::one_line(&e)
                 )
             };
-            let nemesis = crash_mode::choose(crash_mode, power.cut, seed).map_err(refused)?;
+            let nemesis = crash_mode::choose_on(crash_mode, power.cut, seed, stack.server)
+                .map_err(refused)?;
             let profile = power.profile().map_err(refused)?;
             Ok(Parsed::Driver(Driver {
                 lab,
@@ -85,6 +89,7 @@ pub fn parse(command: &[String]) -> Result<Parsed, String> {
                     )
                 }),
                 step_timeout_ms,
+                stack,
             }))
         }
         command @ Command::Chaos { .. } => {

@@ -262,6 +262,7 @@ mod tests {
             timed_out: false,
             stdout,
             stderr: "",
+            server_stores: &[],
         }
     }
 

@@ -33,6 +33,9 @@ pub(super) fn check(
     .map(|s| s.to_string())
     .collect();
     expected.extend(pictures);
+    if lab.stack.is_some() {
+        expected.insert(crate::engine::fleet::SERVERS.to_string());
+    }
     for scenario in scenarios {
         for step in &scenario.steps {
             let (out, err) = output_files(scenario, step);

@@ -24,6 +24,7 @@ mod kept;
 mod manifest;
 mod output;
 mod output_events;
+mod output_sql;
 #[cfg(test)]
 mod output_tests;
 mod pictures;
@@ -33,6 +34,7 @@ mod report;
 mod results;
 mod run;
 mod sequence;
+mod servers;
 mod sources;
 mod statements;
 mod tree;

@@ -18,6 +18,8 @@ use crate::crash::{self, Mode, PointDef};
 use crate::events::Event;
 use crate::fail;
 
+use super::output_sql::{echo_consumer, is_data, pinned_pragma};
+
 /// The pragmas every connection pins; each must be traced before a database's first data
 /// statement. (journal_mode is set by writers only: a reader keeps the file's own.)
 const PINNED_BY_EVERY_CONNECTION: &[&str] = &["synchronous", "foreign_keys", "busy_timeout"];
@@ -31,6 +33,9 @@ pub struct Ran<'a> {
     pub timed_out: bool,
     pub stdout: &'a str,
     pub stderr: &'a str,
+    /// The stores of a lab on servers (`engine::stack`), named in argv by logical name
+    /// (`--sender sender`); none for a lab on SQLite files.
+    pub server_stores: &'a [&'a str],
 }
 
 /// The crash argv armed: point, hit and mode.
@@ -60,10 +65,18 @@ impl Ran<'_> {
 
     /// `sender` for `--db sender.db`: the short names its traces may use.
     pub fn databases(&self) -> BTreeSet<&str> {
+        // A store on servers: its logical name (`--db sender`, traced `SQL sender`) and the
+        // flag that names it (`--queue messages`: the readback's `queue`).
+        let servers = self.argv.windows(2).flat_map(|w| {
+            let named = self.server_stores.contains(&w[1].as_str());
+            let flag = w[0].strip_prefix("--").filter(|f| named && *f != "db");
+            named.then_some(w[1].as_str()).into_iter().chain(flag)
+        });
         self.argv
             .iter()
             .filter_map(|a| a.strip_suffix(".db"))
             .filter(|stem| !stem.starts_with('-'))
+            .chain(servers)
             .collect()
     }
 
@@ -225,7 +238,8 @@ fn check_with(
                         ),
                     );
                 }
-            } else if is_data(statement) && data_seen.insert(db) {
+            } else if is_data(statement) && !ran.server_stores.contains(&db) && data_seen.insert(db)
+            {
                 let set = pinned.get(db).cloned().unwrap_or_default();
                 for name in PINNED_BY_EVERY_CONNECTION {
                     if !set.contains(name) {
@@ -345,51 +359,6 @@ impl Which {
             Which::Stderr => stderr,
             Which::Record => crate::engine::evidence::PROCESSES,
             Which::Events => events,
-        }
-    }
-}
-
-/// `PRAGMA synchronous=FULL` → (`synchronous`, `FULL`), for the pinned pragmas only.
-fn pinned_pragma(statement: &str) -> Option<(&'static str, &str)> {
-    let rest = statement.trim().strip_prefix("PRAGMA ")?;
-    let (name, value) = rest.split_once('=')?;
-    let name = name.trim();
-    let known = crate::store::PRAGMAS.iter().find(|(n, _)| *n == name)?.0;
-    Some((known, value.trim().trim_end_matches(';')))
-}
-
-/// A statement on the data, not the connection's set-up (pragmas, schema checks).
-fn is_data(statement: &str) -> bool {
-    let s = statement.trim_start();
-    !(s.starts_with("PRAGMA ")
-        || s.starts_with("--")
-        || s.contains("sqlite_schema")
-        || s.contains("pragma_table_info"))
-}
-
-/// A consumer claims under its own id only.
-fn echo_consumer(
-    ran: &Ran<'_>,
-    statement: &str,
-    index: usize,
-    say: &mut impl FnMut(Which, String),
-) {
-    let Some(id) = ran.arg("--consumer-id") else {
-        return;
-    };
-    let mut rest = statement;
-    // Bounded by the statement's length: each round consumes at least the marker.
-    while let Some(at) = rest.find("claimed_by = '") {
-        rest = &rest[at + "claimed_by = '".len()..];
-        let named = rest.split('\'').next().unwrap_or("");
-        if named != id {
-            say(
-                Which::Stdout,
-                format!(
-                    "line {}: claimed_by '{named}', but this process is consumer {id}",
-                    index + 1
-                ),
-            );
         }
     }
 }

@@ -41,6 +41,7 @@ fn problems(
         timed_out: false,
         stdout,
         stderr,
+        server_stores: &[],
     };
     check(&ran, points(), &pins())
 }

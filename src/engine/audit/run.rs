@@ -10,7 +10,8 @@ pub(super) use super::record::pinned_pragmas;
 use super::record::{bound_to_step, check_record, events_file, output_files};
 use super::tree::Tree;
 use super::{
-    cuts, database, findings, kept, pictures, replayed, results, sequence, statements, Report,
+    cuts, database, findings, kept, pictures, replayed, results, sequence, servers, statements,
+    Report,
 };
 use crate::engine::check::{check, parse_events, Output, Verdict};
 use crate::engine::driver::apply_moves;
@@ -63,6 +64,12 @@ pub(super) fn check_run(report: &mut Report, tree: &Tree) {
             return;
         }
     };
+    // Labs on several stacks share a name: the command's --stack says which one ran.
+    let lab = match crate::engine::registry::find_on(&command.lab, command.stack.stack.as_deref()) {
+        Ok(on) if on.full_name() == lab.full_name() => on,
+        _ => lab,
+    };
+    servers::check(report, tree, lab);
     match crate::engine::registry::find(&command.lab) {
         Ok(l) if l.full_name() == lab.full_name() => {}
         Ok(l) => report.problem(
@@ -192,6 +199,7 @@ pub(super) fn check_run(report: &mut Report, tree: &Tree) {
             // bound) may have been cut mid-line; half a line is no line it printed.
             stdout: super::record::whole_stdout(&stdout, record.signal),
             stderr: &stderr,
+            server_stores: crate::engine::fleet::server_stores(lab),
         };
         let threaded = crate::engine::replay::threaded(lab, step.phase);
         for (side, text) in bound::check(&ran, said, threaded) {

@@ -10,6 +10,7 @@ use anyhow::{Context, Result};
 
 use crate::engine::crash_mode;
 use crate::engine::evidence::{self, Process, Processes, Results, StepResult};
+use crate::engine::fleet;
 use crate::engine::freeze;
 use crate::engine::nemesis::{self, Aftermath, Nemesis};
 use crate::engine::observed::ScenarioFindings;
@@ -19,7 +20,7 @@ use crate::engine::scenario::Scenario;
 use crate::engine::state::{self, FileRow};
 use crate::engine::Lab;
 use crate::fail;
-use crate::power::profile::{self, Profile};
+use crate::power::profile::Profile;
 use crate::store;
 
 pub struct Options {
@@ -36,39 +37,32 @@ pub struct Options {
     pub command: Vec<String>,
     /// Print one JSON document on stdout instead of the table.
     pub json: bool,
+    /// `--stack`, the server URLs and `--server` (a lab on servers).
+    pub stack: crate::engine::stack::StackArgs,
 }
 
 /// The largest step timeout accepted: a step is milliseconds of work.
 pub const STEP_TIMEOUT_MS_MAX: u64 = 600_000;
 
 mod args;
+mod guards;
 mod observe;
+mod pragmas;
 mod step;
 mod summary;
 mod table;
 
+use guards::{cuttable, servers_killable, write_cuts};
 use step::{io_failure, readback_key, Ctx};
 
 pub use args::{apply_moves, claim_out, default_out, utc_stamp};
+pub use pragmas::{pragmas, pragmas_of};
 
 pub struct Run {
     pub processes: Processes,
     pub results: Results,
     pub files: Vec<FileRow>,
     pub readbacks: BTreeMap<String, String>,
-}
-
-pub fn pragmas() -> BTreeMap<String, String> {
-    pragmas_of(&profile::DEFAULT)
-}
-
-/// The pragmas every connection pins under `profile`, as `processes.json` records them.
-pub fn pragmas_of(profile: &Profile) -> BTreeMap<String, String> {
-    profile
-        .pragmas()
-        .into_iter()
-        .map(|(k, v)| (k.to_string(), v))
-        .collect()
 }
 
 /// The evidence file of a power-loss run: one line per cut, where it happened and what it
@@ -86,16 +80,38 @@ pub fn run(lab: &Lab, options: &Options) -> Result<i32> {
     let mut scenarios = (lab.scenarios)();
     apply_moves(lab, &mut scenarios, &options.moves)?;
     cuttable(&scenarios, options.nemesis)?;
+    fleet::check(lab, &options.stack)?;
+    servers_killable(lab, options)?;
     crate::interrupt::catch().context("catching SIGINT and SIGTERM")?;
     let partial = claim_out(&options.out)?;
     let started = Instant::now();
-    let result = execute(lab, options, &scenarios, &partial, started);
+    // The servers start once the output is claimed (bad input is said before anything
+    // starts) and stop when the session is dropped, however the run ends.
+    let session = match fleet::Session::start(lab, &options.stack) {
+        Ok(session) => session,
+        Err(e) => {
+            let _ = fs::remove_dir_all(&partial);
+            return Err(e);
+        }
+    };
+    let result = execute(
+        lab,
+        options,
+        &scenarios,
+        &partial,
+        started,
+        session.as_ref(),
+    );
+    let stopped = match session {
+        Some(session) => session.finish(),
+        None => Ok(()),
+    };
     // SIGINT or SIGTERM: the steps' children were killed and the work directories removed
     // as the run unwound; what it wrote goes too, and one line says so (exit 130).
     if let Some(signal) = crate::interrupt::caught() {
         return Err(crate::interrupt::finish(signal, Some(&partial)));
     }
-    let run = match result {
+    let run = match result.and_then(|run| stopped.map(|()| run)) {
         Ok(run) => run,
         Err(e) => {
             // Leave the partial directory for inspection; it is never mistaken for evidence.
@@ -125,6 +141,7 @@ fn execute(
     scenarios: &[Scenario],
     dir: &Path,
     started: Instant,
+    session: Option<&fleet::Session>,
 ) -> Result<Run> {
     let exe = std::env::current_exe().context("locating the crashlab binary")?;
     // The checkout's commit is asked of git while the steps run: two git processes cost
@@ -141,7 +158,7 @@ fn execute(
     let mut readbacks = BTreeMap::new();
     let mut findings = Vec::new();
     let mut logical_cache = state::Cache::new();
-    for scenario in scenarios {
+    for (scenario_index, scenario) in scenarios.iter().enumerate() {
         let work = tempfile::Builder::new()
             .prefix("crashlab-work-")
             .tempdir()
@@ -150,6 +167,12 @@ fn execute(
         if !sub.is_empty() {
             fs::create_dir_all(dir.join(&sub)).with_context(|| format!("creating {sub}"))?;
         }
+        // A lab on servers: the scenario's own databases and queues, `stack.json` in its
+        // work directory; released once its rows (and kept copies) are taken.
+        let stackfile = match session {
+            Some(session) => Some(session.prepare(&fleet::tag("s", scenario_index), work.path())?),
+            None => None,
+        };
         // One slot per step, filled when its process ends, so the record keeps step order
         // even when a background process ends after later steps.
         let mut slots: Vec<Option<(Process, StepResult)>> = vec![None; scenario.steps.len()];
@@ -324,6 +347,9 @@ fn execute(
             }
         }
         files.extend(end);
+        if let (Some(session), Some(file)) = (session, &stackfile) {
+            session.release(file)?;
+        }
     }
     let ok = steps.iter().all(|s| s.ok) && findings.iter().all(|f: &ScenarioFindings| f.ok);
     let mut command = vec!["crashlab".to_string()];
@@ -358,37 +384,13 @@ fn execute(
         write_cuts(dir, &cuts)?;
     }
     evidence::write_database_files(dir, &run.files)?;
+    if let Some(session) = session {
+        session.write(dir)?;
+    }
     // The total covers every step and every snapshot, up to the last evidence file.
     run.processes.total_wall_ms = (started.elapsed().as_secs_f64() * 1e6).round() / 1000.0;
     evidence::write_json(dir, evidence::PROCESSES, &run.processes)?;
     report::write(dir)?;
     evidence::write_manifest(dir)?;
     Ok(run)
-}
-
-/// A power cut acts on files nobody holds open: a lab whose scenarios keep a process running
-/// in the background (a server) cannot be cut by the driver; one line, exit 2.
-fn cuttable(scenarios: &[Scenario], nemesis: &dyn Nemesis) -> Result<()> {
-    if nemesis.name() != "power-loss" {
-        return Ok(());
-    }
-    for s in scenarios {
-        if let Some(step) = s.steps.iter().find(|st| st.background.is_some()) {
-            return Err(fail::usage(format!(
-                "--crash-mode power-loss: scenario {} keeps step {} running in the background, which a cut would kill under later steps; explore this lab under power loss instead",
-                s.name, step.name
-            )));
-        }
-    }
-    Ok(())
-}
-
-/// `power-cuts.jsonl`: one JSON line per cut, in the order they were made.
-fn write_cuts(dir: &Path, cuts: &[serde_json::Value]) -> Result<()> {
-    let mut text = String::new();
-    for cut in cuts {
-        text.push_str(&serde_json::to_string(cut)?);
-        text.push('\n');
-    }
-    fs::write(dir.join(POWER_CUTS), text).with_context(|| format!("writing {POWER_CUTS}"))
 }

@@ -105,6 +105,12 @@ pub fn run(plan: &dyn ExplorePlan, case: &Case, env: &Env<'_>) -> Result<CaseRes
         .prefix("crashlab-explore-")
         .tempdir_in(env.work_root)
         .context("creating a work directory")?;
+    // A lab on servers: the case's own databases and queues, `stack.json` in its work
+    // directory; dropped once the case's rows (and kept copies) are taken.
+    let stackfile = match env.session {
+        Some(session) => Some(session.prepare(&crate::engine::fleet::next_tag(), work.path())?),
+        None => None,
+    };
     let mut steps = Steps::new(env, case.crash, rel.clone(), work.path());
     plan.scenario(design, &mut steps)?;
     let scenario_steps = steps.records.len();
@@ -193,12 +199,16 @@ pub fn run(plan: &dyn ExplorePlan, case: &Case, env: &Env<'_>) -> Result<CaseRes
         .snapshot_settled(work.path(), plan.databases(), &rel, "final")?;
     evidence::write_json(&case_dir, evidence::DATABASE_FILES, &rows)?;
     if matches!(status, Status::Breaks | Status::Error) {
-        keep_databases(
-            env.store,
-            work.path(),
-            &case_dir.join("db"),
-            plan.databases(),
-        )?;
+        let existing: Vec<&str> = plan
+            .databases()
+            .iter()
+            .copied()
+            .filter(|d| rows.iter().any(|r| r.file == *d && r.exists))
+            .collect();
+        keep_databases(env.store, work.path(), &case_dir.join("db"), &existing)?;
+    }
+    if let (Some(session), Some(file)) = (env.session, &stackfile) {
+        session.release(file)?;
     }
     let result = CaseResult {
         variant: case.design,
@@ -252,7 +262,8 @@ pub fn keep_databases(
 ) -> Result<()> {
     fs::create_dir_all(to).with_context(|| format!("creating {}", to.display()))?;
     for db in databases {
-        if work.join(db).is_file() {
+        // A server's store is no file in the work directory: the caller names existing ones.
+        if store.kind() != "sqlite" || work.join(db).is_file() {
             store.keep(work, db, to)?;
         }
     }

@@ -15,6 +15,7 @@ pub mod plan;
 mod power;
 pub mod report;
 pub mod run;
+mod server_kill;
 pub mod steps;
 pub mod verdict;
 
@@ -72,6 +73,8 @@ pub struct Args {
     /// writable directory, else the system's temp dir); see README, "What each crash mode does and does not flush"
     #[arg(long, value_name = "DIR")]
     pub work_dir: Option<PathBuf>,
+    #[command(flatten)]
+    pub stack: Box<crate::engine::stack::StackArgs>,
 }
 
 /// The directory the cases' work directories go under, and the kind of file system it is on.
@@ -200,10 +203,14 @@ pub struct Run<'a> {
     pub timeout: Duration,
     /// Under power loss: what each design is (profile, cut).
     pub power: &'a [steps::PowerDesign],
+    /// A lab on servers: the run's servers.
+    pub session: Option<&'a crate::engine::fleet::Session>,
+    /// Under server kills: the server killed at every armed point.
+    pub server: Option<crate::engine::stack::Server>,
 }
 
 pub fn command(args: &Args, recorded: Vec<String>) -> Result<i32> {
-    let lab = crate::engine::registry::find(&args.lab)?;
+    let lab = crate::engine::registry::find_on(&args.lab, args.stack.stack.as_deref())?;
     let plan = plan_of(lab)?;
     crash_mode::check_cut_flags(args.crash_mode, args.cut, args.seed)?;
     let power = match args.crash_mode {
@@ -229,7 +236,17 @@ pub fn command(args: &Args, recorded: Vec<String>) -> Result<i32> {
             driver::STEP_TIMEOUT_MS_MAX
         )));
     }
-    let nemesis = crash_mode::choose(args.crash_mode, args.cut, args.seed)?;
+    let nemesis = crash_mode::choose_on(args.crash_mode, args.cut, args.seed, args.stack.server)?;
+    crate::engine::fleet::check(lab, &args.stack)?;
+    if let Some(server) = args.stack.server {
+        crate::engine::fleet::check_kill(lab, &args.stack, server)?;
+    }
+    // A server kill stops every case on that server: cases that kill one run one at a
+    // time, as do a plan's whose cases see each other on one server.
+    let jobs = match server_kill::serial(plan, nemesis) {
+        true => 1,
+        false => jobs,
+    };
     let out = args.out.clone().unwrap_or_else(|| {
         PathBuf::from("target").join("lab").join(format!(
             "{}-explore-{}",
@@ -240,6 +257,13 @@ pub fn command(args: &Args, recorded: Vec<String>) -> Result<i32> {
     let (root, work_fs) = work_root(args.work_dir.as_deref())?;
     crate::interrupt::catch().context("catching SIGINT and SIGTERM")?;
     let partial = driver::claim_out(&out)?;
+    let session = match crate::engine::fleet::Session::start(lab, &args.stack) {
+        Ok(session) => session,
+        Err(e) => {
+            let _ = std::fs::remove_dir_all(&partial);
+            return Err(e);
+        }
+    };
     let mut command = vec!["crashlab".to_string()];
     command.extend(recorded);
     let run = Run {
@@ -251,8 +275,14 @@ pub fn command(args: &Args, recorded: Vec<String>) -> Result<i32> {
         command,
         timeout: Duration::from_millis(args.step_timeout_ms),
         power: &power,
+        session: session.as_ref(),
+        server: args.stack.server,
     };
     let result = report::explore(lab, plan, nemesis, &run, &partial);
+    let result = match (result, session) {
+        (Ok(report), Some(session)) => session.finish().map(|()| report),
+        (result, _) => result,
+    };
     // SIGINT or SIGTERM: every case's children were killed and its work directory removed
     // as the run unwound; what it wrote goes too (exit 130).
     if let Some(signal) = crate::interrupt::caught() {

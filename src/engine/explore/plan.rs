@@ -140,6 +140,17 @@ pub trait ExplorePlan: Sync {
     fn power_predictions(&self) -> &'static [Prediction] {
         &[]
     }
+    /// Under server kills (a lab on servers, `--crash-mode server-kill --server S`): where
+    /// each design breaks, variant `<design>/<server>` (`async-commit/postgres`); a design
+    /// with none for S is predicted to hold.
+    fn server_predictions(&self) -> &'static [Prediction] {
+        &[]
+    }
+    /// Whether its cases must run one at a time (a lab on servers whose cases see each
+    /// other on one server: a cluster-wide snapshot horizon).
+    fn serial(&self) -> bool {
+        false
+    }
     /// Whether `design` breaks without any crash (a stall: its break is no crash window),
     /// so its run without a crash must break as its predictions say instead of holding.
     fn breaks_without_crash(&self, _design: &'static str) -> bool {

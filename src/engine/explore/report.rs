@@ -163,11 +163,12 @@ pub fn explore(
         store: lab.store,
         power: run.power,
         profile: crate::power::profile::DEFAULT,
+        session: run.session,
     };
-    let predictions = if run.power.is_empty() {
-        plan.predictions()
-    } else {
-        plan.power_predictions()
+    let predictions = match (run.power.is_empty(), run.server) {
+        (false, _) => plan.power_predictions(),
+        (true, Some(server)) => super::server_kill::predictions(plan, server),
+        (true, None) => plan.predictions(),
     };
     let bar = progress();
     bar.inc_length(run.designs.len() as u64);
@@ -252,6 +253,10 @@ pub fn explore(
     .context("writing explore.md")?;
     std::fs::write(dir.join("explore.svg"), export::svg::render(&report))
         .context("writing explore.svg")?;
+    // A lab on servers: the servers' startups and the kills made, listed in the manifest.
+    if let Some(session) = run.session {
+        session.write(dir)?;
+    }
     evidence::write_manifest(dir)?;
     Ok(report)
 }

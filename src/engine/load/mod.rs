@@ -18,7 +18,15 @@ use profile::LoadProfile;
 /// The lab named `name` and its load profile; a lab without one is refused in one line that
 /// names the labs that have one.
 pub fn profile(name: &str) -> anyhow::Result<(&'static Lab, &'static dyn LoadProfile)> {
-    let lab = crate::engine::registry::find(name)?;
+    profile_on(name, None)
+}
+
+/// As `profile`, for the lab on `stack` (`--stack`).
+pub fn profile_on(
+    name: &str,
+    stack: Option<&str>,
+) -> anyhow::Result<(&'static Lab, &'static dyn LoadProfile)> {
+    let lab = crate::engine::registry::find_on(name, stack)?;
     match lab.load {
         Some(profile) => Ok((lab, profile)),
         None => {

@@ -20,9 +20,15 @@ use crate::store::PRAGMAS;
 /// (`LabReplay::lines`).
 pub const KINDS: &[&str] = &["POINT", "CRASH", "NOT-REACHED", "PAUSED", "RESUMED"];
 
+/// The first word of a broker operation's trace line (`AMQP publish|confirm|deliver|ack|nack
+/// …`): known for every lab whose stack has a queue. The queue is not replayed.
+pub const AMQP: &str = "AMQP";
+
 /// Is `word` the first word of a line a role of `lab` prints (besides `SQL` and `COMMITTED`)?
 pub fn known(lab: &crate::engine::Lab, word: &str) -> bool {
-    KINDS.contains(&word) || lab.replay.lines.contains(&word)
+    KINDS.contains(&word)
+        || lab.replay.lines.contains(&word)
+        || (word == AMQP && lab.stack.is_some_and(|s| !s.queues.is_empty()))
 }
 
 fn pragmas() -> &'static BTreeSet<String> {

@@ -75,10 +75,12 @@ fn flags(argv: &[String], lab: &Lab) -> BTreeMap<String, String> {
 
 /// The file a traced database name stands for: `--<name> FILE`, or `--db FILE` of the role
 /// whose own database it is (the sender's `sender`, the receiver's `receiver`).
+/// A store on servers is named by its logical name, which is also its traces' name
+/// (`--db sender` and `SQL sender …`).
 fn resolve(files: &BTreeMap<String, String>, db: &str, phase: &str) -> Option<String> {
     files
         .get(db)
-        .or_else(|| files.get("db").filter(|_| db == phase))
+        .or_else(|| files.get("db").filter(|file| db == phase || *file == db))
         .cloned()
 }
 
@@ -203,7 +205,7 @@ fn scene<'a>(
             .filter(|r| r.scenario == scenario.name)
             .collect(),
         readbacks,
-        databases: lab.databases,
+        databases: crate::engine::fleet::replayed_stores(lab),
     })
 }
 

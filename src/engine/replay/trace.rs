@@ -173,8 +173,19 @@ fn ddl_sources() -> &'static BTreeMap<String, &'static str> {
 }
 
 /// The text to run for a traced statement: the source of a known DDL statement, else as traced.
+/// A role on servers traces each DDL statement as it runs it, without the `;` that ends it in
+/// the schema's text: the same statement.
 pub fn runnable(sql: &str) -> &str {
-    ddl_sources().get(sql.trim()).copied().unwrap_or(sql)
+    let sources = ddl_sources();
+    let key = sql.trim();
+    sources
+        .get(key)
+        .or_else(|| match key.ends_with(';') {
+            true => None,
+            false => sources.get(&format!("{key};")),
+        })
+        .copied()
+        .unwrap_or(sql)
 }
 
 /// The literal values of a statement: quoted strings (with `''` unescaped), numbers, and the

@@ -136,6 +136,15 @@ impl Pg {
         Ok(value)
     }
 
+    /// One text value, untraced: the harness's own look at the server (its boot time).
+    pub fn text(&mut self, sql: &str) -> Result<String> {
+        let row = self
+            .client
+            .query_one(sql, &[])
+            .map_err(|e| self.explain(e))?;
+        Ok(row.get(0))
+    }
+
     /// Run a PostgreSQL-only statement untraced (the sequence's DDL); the caller prints it.
     pub fn ddl(&mut self, sql: &str) -> Result<()> {
         self.client.batch_execute(sql).map_err(|e| self.explain(e))

@@ -16,6 +16,19 @@ impl Steps<'_> {
             return Ok(());
         };
         let crashed = armed && record.crashed();
+        if crashed && crate::engine::fleet::kill::kills_servers(self.env.nemesis) {
+            // The server goes, and comes back, before any other step: a background step
+            // of the case sees its connection fail, as it would.
+            self.memo = None;
+            let point = self.crash.map(|c| c.point).unwrap_or_default();
+            return self
+                .env
+                .nemesis
+                .after_crash(&crate::engine::nemesis::Aftermath {
+                    work_dir: self.work,
+                    point,
+                });
+        }
         if !crashed || self.env.nemesis.name() != "power-loss" {
             return Ok(());
         }

@@ -10,6 +10,7 @@ use std::time::Duration;
 use anyhow::Result;
 
 mod cut;
+mod pause;
 mod record;
 
 use crate::engine::evidence::Process;

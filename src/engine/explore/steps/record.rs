@@ -24,6 +24,8 @@ pub struct Env<'a> {
     pub power: &'a [PowerDesign],
     /// The store profile the case's roles pin (a case of a power design: its own).
     pub profile: crate::power::profile::Profile,
+    /// A lab on servers: the run's servers; each case gets its own databases and queues.
+    pub session: Option<&'a crate::engine::fleet::Session>,
 }
 
 /// Under power loss a design of the run is a store profile under one cut style: the lab's

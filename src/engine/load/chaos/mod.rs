@@ -62,6 +62,8 @@ pub struct Options {
     pub crash_mode: Option<CrashMode>,
     #[command(flatten)]
     pub power: PowerArgs,
+    #[command(flatten)]
+    pub stack: Box<crate::engine::stack::StackArgs>,
 }
 
 impl Options {
@@ -138,6 +140,11 @@ pub fn validate(profile: &dyn LoadProfile, o: &Options) -> Result<()> {
             )))
         }
     }
+    if o.stack.server.is_some() {
+        return Err(fail::usage(
+            "chaos --server: chaos kills roles from outside; server kills are the driver's and explore's (--crash-mode server-kill)",
+        ));
+    }
     if o.power.cut.is_some() && o.crash_mode.is_none() {
         return Err(fail::usage(
             "--cut is for --crash-mode power-loss only (chaos's default is a SIGKILL)",
@@ -213,6 +220,14 @@ pub fn run(
     let work = root.join("db");
     fs::create_dir_all(&work).with_context(|| format!("creating {}", work.display()))?;
     fs::create_dir_all(root.join(LOGS)).context("creating the logs directory")?;
+    // A lab on servers: the run's servers, its databases and queues, `stack.json` in the
+    // work directory, before the profile creates its stores.
+    crate::engine::fleet::check(lab, &o.stack)?;
+    let session = crate::engine::fleet::Session::start(lab, &o.stack)?;
+    let stackfile = match &session {
+        Some(session) => Some(session.prepare(&crate::engine::fleet::tag("l", 0), &work)?),
+        None => None,
+    };
     profile.create(&work)?;
     let (kill_at, _) = kills::schedule(o.seed, profile.units(o.messages), o.kills);
     let schedule = Schedule {
@@ -265,6 +280,15 @@ pub fn run(
     let mut read = |rel: &str| fs::read_to_string(root.join(rel)).ok();
     let (verdict, problems) = verdict(profile, &work, o, &outcome.processes, &mut read)?;
     let report = Report::new(lab, o, &outcome, &verdict, problems);
+    if let (Some(session), Some(file)) = (&session, &stackfile) {
+        session.release(file)?;
+        if let Some(partial) = &partial {
+            session.write(partial)?;
+        }
+    }
+    if let Some(session) = session {
+        session.finish()?;
+    }
     if let Some(partial) = &partial {
         report::write_evidence(
             partial, lab, profile, o, &command, &outcome, &report, started,

@@ -40,6 +40,25 @@ pub static PREDICTIONS: &[Prediction] = &[Prediction {
     hidden: "",
 }];
 
+/// Under a PostgreSQL kill (the armed role kills itself at the point, then the server is
+/// killed and restarted): `last-id` loses 7 where A committed before the kill; a kill under
+/// the first poll ends A's open transaction, so 7 never commits and nothing is lost.
+pub static SERVER_PREDICTIONS: &[Prediction] = &[Prediction {
+    variant: "last-id/postgres",
+    at: &[At::every("gap-write.after-commit")],
+    invariants: &[Invariant::NoLostEffect],
+    anomalies: &[Anomaly::Unseen],
+    says:
+        "row 7 committed before the kill, after 8 was published and remembered: never read (unseen)",
+    hidden: "",
+}];
+
+/// When the case's PostgreSQL started (`pg_postmaster_start_time()`): a restart changes it.
+fn boot_time(work: &std::path::Path) -> Result<String> {
+    let mut db = Pg::connect_in(work, OUTBOX.db, roles::OUTBOX_DB, "explore", false)?;
+    db.text("SELECT pg_postmaster_start_time()::text")
+}
+
 static WORDS: Words = Words {
     columns: &[
         ("rows", "rows"),
@@ -103,13 +122,23 @@ impl ExplorePlan for Exploration {
             super::lab::BODY_A,
             Some(super::points::WRITE_AFTER_INSERT),
         );
-        let writer_a = steps.start("writer-a", a.into_vec())?;
+        let booted = boot_time(steps.work())?;
+        let writer_a = steps.start_paused("writer-a", a.into_vec())?;
         steps.run(
             "writer-b",
             roles::write("B", super::lab::BODY_B, None).into_vec(),
         )?;
         steps.run("relay-1", roles::relay(design).into_vec())?;
-        steps.stop(writer_a)?;
+        // A nemesis that kills the server (after the first poll's crash) ends A's open
+        // transaction with it: A's commit finds no connection (exit 69) and 7 never commits.
+        // The server's own boot time says whether it was restarted while A was stopped.
+        let restarted = writer_a.is_some() && boot_time(steps.work())? != booted;
+        if let Some(a) = writer_a {
+            steps.resume(a)?;
+            if restarted {
+                steps.expect_last(crate::fail::EXIT_UNAVAILABLE);
+            }
+        }
         steps.run("relay-2", roles::relay(design).into_vec())
     }
 
@@ -136,6 +165,16 @@ impl ExplorePlan for Exploration {
             }
         };
         Ok(judge(&o, steps.records()))
+    }
+
+    fn server_predictions(&self) -> &'static [Prediction] {
+        SERVER_PREDICTIONS
+    }
+
+    /// `xid-horizon`'s horizon is cluster-wide: a case's paused writer would hold another
+    /// case's horizon back.
+    fn serial(&self) -> bool {
+        true
     }
 
     /// `last-id` loses the late row under the forced schedule alone.

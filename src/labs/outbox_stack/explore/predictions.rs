@@ -1,0 +1,127 @@
+//! Where each broken design of lab 14 on the stack must break, exactly; every other reached
+//! point and hit holds. The scenario publishes M000001 and M000002, then a faulty upstream
+//! publishes a persistent copy of M000001, then the consumer takes them in that order (hits
+//! @1, @2, @3): a message lost at @1 is brought again by that copy, so those hits hold.
+
+use crate::engine::explore::invariant::Invariant;
+use crate::engine::explore::plan::{At, Prediction};
+use crate::engine::jepsen::Anomaly;
+
+const HIDDEN_BY_COPY: &str =
+    "at @1 the message is M000001, which the upstream's copy brings again; @3 is that copy, already applied";
+
+/// auto-ack: the ack is the consumer's first act, so a crash after it and before the
+/// receiver's commit loses the effect, under any nemesis (the crash is the process's).
+const AUTO_ACK: [At; 2] = [
+    At {
+        point: "stack-consumer.before-receiver-commit",
+        hits: &[2],
+    },
+    At {
+        point: "stack-consumer.after-ack",
+        hits: &[2],
+    },
+];
+
+/// Under process crashes: only auto-ack breaks. async-commit, no-confirm and transient give up
+/// a guarantee only a server crash can take away, so they hold here (and are predicted to).
+pub static PREDICTIONS: &[Prediction] = &[Prediction {
+    variant: "auto-ack",
+    at: &AUTO_ACK,
+    invariants: &[Invariant::NoLostEffect],
+    anomalies: &[Anomaly::Unseen],
+    says: "lost effect (acked on delivery, before it was applied)",
+    hidden: HIDDEN_BY_COPY,
+}];
+
+/// Under server kills (the role crashes at the point, then the engine SIGKILLs the server and
+/// restarts it): variant `<design>/<server>`; a design without an entry for a server holds.
+pub static SERVER_PREDICTIONS: &[Prediction] = &[
+    Prediction {
+        variant: "auto-ack/postgres",
+        at: &AUTO_ACK,
+        invariants: &[Invariant::NoLostEffect],
+        anomalies: &[Anomaly::Unseen],
+        says: "lost effect (acked on delivery, before it was applied)",
+        hidden: HIDDEN_BY_COPY,
+    },
+    Prediction {
+        variant: "auto-ack/rabbitmq",
+        at: &AUTO_ACK,
+        invariants: &[Invariant::NoLostEffect],
+        anomalies: &[Anomaly::Unseen],
+        says: "lost effect (acked on delivery, before it was applied)",
+        hidden: HIDDEN_BY_COPY,
+    },
+    // Every consumer commit is asynchronous and nothing else writes while it runs, so a kill
+    // loses all of them (the WAL writer sleeps 10 s). Lost for good are the commits whose
+    // deliveries were acked: M000002's once its ack went (@2 on), and M000001's once its
+    // copy was acked too (@3 of after-ack).
+    Prediction {
+        variant: "async-commit/postgres",
+        at: &[
+            At {
+                point: "stack-consumer.after-deliver",
+                hits: &[3],
+            },
+            At {
+                point: "stack-consumer.before-receiver-commit",
+                hits: &[3],
+            },
+            At {
+                point: "stack-consumer.after-receiver-commit",
+                hits: &[3],
+            },
+            At {
+                point: "stack-consumer.after-ack",
+                hits: &[2, 3],
+            },
+        ],
+        invariants: &[Invariant::NoLostEffect, Invariant::AcknowledgedDurable],
+        anomalies: &[Anomaly::Unseen],
+        says: "lost acknowledged commit (synchronous_commit=off, the server killed before its WAL was flushed)",
+        hidden: "before M000002's ack every lost commit's delivery is still in the queue and is applied again",
+    },
+    Prediction {
+        variant: "no-confirm/rabbitmq",
+        at: &[At {
+            point: "stack-publisher.after-mark-commit",
+            hits: &[2],
+        }],
+        invariants: &[Invariant::NoLostEffect],
+        anomalies: &[Anomaly::Unseen],
+        says: "lost message (marked sent without the broker's confirm; the broker died before storing it)",
+        hidden: "at @1 the message is M000001, which the upstream's copy brings again",
+    },
+    // Transient messages die with the broker; the upstream's copy of M000001 is persistent.
+    // M000002 is lost once its row is marked sent and before its effect is committed.
+    Prediction {
+        variant: "transient/rabbitmq",
+        at: &[
+            At {
+                point: "stack-publisher.after-mark-commit",
+                hits: &[2],
+            },
+            At {
+                point: "stack-consumer.after-deliver",
+                hits: &[1, 2],
+            },
+            At {
+                point: "stack-consumer.before-receiver-commit",
+                hits: &[1, 2],
+            },
+            At {
+                point: "stack-consumer.after-receiver-commit",
+                hits: &[1],
+            },
+            At {
+                point: "stack-consumer.after-ack",
+                hits: &[1],
+            },
+        ],
+        invariants: &[Invariant::NoLostEffect],
+        anomalies: &[Anomaly::Unseen],
+        says: "lost message (non-persistent, gone with the broker's restart)",
+        hidden: "once M000002 is applied nothing transient is owed; M000001's copy is persistent",
+    },
+];
