@@ -165,9 +165,11 @@ impl Broker {
             passive: true,
             ..QueueDeclareOptions::default()
         };
-        let future =
-            self.channel
-                .queue_declare(self.queue.as_str().into(), options, FieldTable::default());
+        let future = self.channel.queue_declare(
+            self.queue.as_str().into(),
+            options,
+            FieldTable::default(),
+        );
         let limit = Duration::from_millis(OPERATION_TIMEOUT_MS);
         match self
             .runtime
