@@ -7,6 +7,7 @@ pub mod outbox_inbox;
 pub mod outbox_stack;
 pub mod poison;
 pub mod redelivered;
+pub mod relay_gap;
 
 use crate::engine::Lab;
 
@@ -15,5 +16,6 @@ pub static LABS: &[&Lab] = &[
     &http_dispatch::lab::LAB,
     &poison::lab::LAB,
     &redelivered::lab::LAB,
+    &relay_gap::lab::LAB,
     &outbox_stack::lab::LAB,
 ];
