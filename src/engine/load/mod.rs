@@ -30,15 +30,20 @@ pub fn profile_on(
     match lab.load {
         Some(profile) => Ok((lab, profile)),
         None => {
+            // Two labs may share an id (lab 14 on SQLite and on servers): each is named
+            // with its stack, so the line says which one has a profile.
+            let named = |l: &Lab| match l.stack {
+                Some(stack) => format!("{} ({}) --stack {}", l.id, l.slug, stack.name),
+                None => format!("{} ({})", l.id, l.slug),
+            };
             let with: Vec<String> = crate::engine::registry::labs()
                 .iter()
                 .filter(|l| l.load.is_some())
-                .map(|l| format!("{} ({})", l.id, l.slug))
+                .map(|l| named(l))
                 .collect();
             Err(crate::fail::usage(format!(
-                "lab {} ({}) has no load profile; chaos and bench run {}",
-                lab.id,
-                lab.slug,
+                "lab {} has no load profile; chaos and bench run {}",
+                named(lab),
                 with.join(", ")
             )))
         }
