@@ -7,7 +7,7 @@
 set -euo pipefail
 repo=$(cd "$(dirname "$0")" && pwd)
 if [ $# -lt 1 ]; then
-  echo "usage: bash run-lab.sh LAB [--out DIR] [driver arguments]   (LAB: 14, 13, f2 or f3; `crashlab points` lists the labs)" >&2
+  echo "usage: bash run-lab.sh LAB [--out DIR] [driver arguments]   (LAB: 14, 13, f1, f2 or f3; 'crashlab points' lists the labs)" >&2
   exit 2
 fi
 lab=$1

@@ -367,3 +367,57 @@ fn explore_on_postgres_breaks_last_id_exactly_where_predicted() {
         ]
     );
 }
+
+/// Every file of an evidence directory, recursively.
+fn files_under(dir: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for entry in std::fs::read_dir(&d).unwrap().map(Result::unwrap) {
+            let path = entry.path();
+            if path.is_dir() {
+                todo.push(path);
+            } else {
+                found.push(path);
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn a_password_in_a_given_url_never_reaches_the_evidence() {
+    // Evidence is shared: the recorded command keeps the URL with its password masked.
+    let tmp = tempfile::tempdir().unwrap();
+    let work = tmp.path().join("w");
+    std::fs::create_dir(&work).unwrap();
+    let _stack = Stack::start(&work);
+    let file: Value =
+        serde_json::from_str(&std::fs::read_to_string(work.join("stack.json")).unwrap()).unwrap();
+    let url = file["postgres"]["outbox"].as_str().unwrap();
+    // The private cluster trusts 127.0.0.1, so any password connects.
+    let (scheme_user, rest) = url.split_once('@').unwrap();
+    let server = rest.rsplit_once('/').unwrap().0;
+    let given = format!("{scheme_user}:pw123SECRET@{server}/postgres");
+    let out = crashlab(
+        tmp.path(),
+        &["driver", "f1", "--pg-url", &given, "--out", "e"],
+    );
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let evidence = tmp.path().join("e");
+    let mut masked = false;
+    for path in files_under(&evidence) {
+        let bytes = std::fs::read(&path).unwrap();
+        let text = String::from_utf8_lossy(&bytes);
+        assert!(
+            !text.contains("pw123SECRET"),
+            "{} holds the password",
+            path.display()
+        );
+        masked |= text.contains(":***@");
+    }
+    assert!(
+        masked,
+        "the recorded command keeps the URL, its password masked"
+    );
+}

@@ -379,3 +379,74 @@ fn amqp(stack: &serde_json::Value, publish: bool) -> u32 {
         declared.message_count()
     })
 }
+
+#[test]
+fn sigterm_while_a_node_boots_ends_at_once_with_130_and_no_ready_line() {
+    // A node that never becomes ready (a rabbitmq-server that only sleeps): before, the
+    // command waited out its whole readiness bound and then printed `ready`.
+    let place = place();
+    let fake = tempfile::tempdir().unwrap();
+    let pid_file = fake.path().join("pid");
+    let script = fake.path().join("rabbitmq-server");
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\necho $$ > {}\nexec sleep 300\n",
+            pid_file.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let mut child = Command::new(BIN)
+        .args(["servers", "--queues", "q", "--work"])
+        .arg(&place.work)
+        .env("TMPDIR", &place.tmp)
+        .env("CRASHLAB_RABBITMQ_SERVER", &script)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + LINE_WAIT;
+    while !pid_file.exists()
+        || std::fs::read_to_string(&pid_file)
+            .unwrap()
+            .trim()
+            .is_empty()
+    {
+        assert!(Instant::now() < deadline, "the node never started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let node: i32 = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    // SAFETY: kill has no memory effects; the child is not reaped yet, so the pid is its.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let deadline = Instant::now() + LINE_WAIT;
+    while child.try_wait().unwrap().is_none() {
+        assert!(
+            Instant::now() < deadline,
+            "no end after SIGTERM while booting"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(code(&out), 130, "{}", stderr(&out));
+    let printed = String::from_utf8_lossy(&out.stdout);
+    assert!(!printed.contains("ready"), "{printed}");
+    let deadline = Instant::now() + LINE_WAIT;
+    while Path::new(&format!("/proc/{node}")).exists()
+        && !std::fs::read_to_string(format!("/proc/{node}/stat"))
+            .unwrap_or_default()
+            .contains(") Z ")
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the booting node outlived the command"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    nothing_left(&place);
+}

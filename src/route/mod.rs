@@ -152,8 +152,21 @@ pub fn run(command: Command) -> Result<i32> {
 /// This process's arguments for the evidence: an absolute path (an `--out` outside the
 /// checkout, say) is recorded by its last component only, so no machine path is written.
 pub fn recorded_args() -> Vec<String> {
+    let mut secret_next = false;
     std::env::args()
         .skip(1)
-        .map(|arg| engine::evidence::recorded_path(std::path::Path::new(&arg)))
+        .map(|arg| {
+            // A server URL the user gave may hold a password: the evidence is shared, so
+            // it records the URL with the password masked (`audit --rerun` of such a run
+            // then needs the URL given again, which it cannot have).
+            let secret = std::mem::replace(&mut secret_next, URL_FLAGS.contains(&arg.as_str()));
+            if secret || URL_FLAGS.iter().any(|f| arg.starts_with(&format!("{f}="))) {
+                return crate::servers::postgres::redact(&arg);
+            }
+            engine::evidence::recorded_path(std::path::Path::new(&arg))
+        })
         .collect()
 }
+
+/// Flags whose value is a server URL (`--pg-url URL` or `--pg-url=URL`).
+const URL_FLAGS: &[&str] = &["--pg-url", "--amqp-url"];

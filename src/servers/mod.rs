@@ -16,6 +16,17 @@ pub mod rabbitmq;
 pub mod shm;
 mod start;
 
+/// The error of a start given up because SIGINT or SIGTERM arrived: exit 130, as every
+/// interrupted command.
+fn interrupted(server: &str, signal: libc::c_int) -> anyhow::Error {
+    anyhow::Error::new(crate::fail::Failure {
+        code: crate::fail::EXIT_INTERRUPTED,
+        message: format!(
+            "interrupted by signal {signal} while {server} was starting; nothing of it is left"
+        ),
+    })
+}
+
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Instant;

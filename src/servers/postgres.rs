@@ -80,10 +80,15 @@ impl Private {
             .with_context(|| format!("starting {}", bin.join("initdb").display()))?;
         let status = wait_exit(&mut child, INITDB_WAIT_MS)?;
         if !status.success() {
-            return Err(fail::failed(format!(
-                "initdb failed ({status}): {}",
-                tail(&home.join("initdb.log"))
-            )));
+            let log = tail(&home.join("initdb.log"));
+            let message = format!("initdb failed ({status}): {log}");
+            // A full disk is an I/O error (74) as everywhere else; any other failure means
+            // the server cannot be had here (69).
+            return Err(if log.contains("No space left on device") {
+                fail::io(message)
+            } else {
+                fail::unavailable(message)
+            });
         }
         Ok(Private {
             bin,
@@ -147,12 +152,17 @@ impl Private {
                 if !ports::free(port) || log.contains("Address already in use") {
                     return Err(StartError::PortTaken);
                 }
-                return Err(StartError::Other(fail::failed(format!(
+                return Err(StartError::Other(fail::unavailable(format!(
                     "postgres exited while starting ({status}): {log}"
                 ))));
             }
             if connect(&self.url("postgres"), 1_000).is_ok() {
                 return Ok(());
+            }
+            // SIGINT or SIGTERM while the server boots: stop waiting (the caller kills it).
+            if let Some(signal) = crate::interrupt::caught() {
+                let _ = self.kill();
+                return Err(StartError::Other(super::interrupted("postgres", signal)));
             }
             if Instant::now() >= deadline {
                 let _ = self.kill();
@@ -328,8 +338,14 @@ pub fn database_url(url: &str, db: &str) -> Result<String> {
     Ok(out)
 }
 
-/// A URL as it may be printed: its password replaced by `***`.
+/// A URL as it may be printed or recorded: its password replaced by `***`, wherever a
+/// connection string can carry one (`user:pw@`, `?password=pw`, `password=pw` of a
+/// key=value string).
 pub fn redact(url: &str) -> String {
+    redact_password_values(&redact_userinfo(url))
+}
+
+fn redact_userinfo(url: &str) -> String {
     let Some((scheme, rest)) = url.split_once("://") else {
         return url.to_string();
     };
@@ -342,6 +358,30 @@ pub fn redact(url: &str) -> String {
         },
         None => url.to_string(),
     }
+}
+
+/// Every `password=VALUE` (any case) with its value, up to `&`, `;` or white space, or a
+/// quoted value whole, replaced by `***`.
+fn redact_password_values(text: &str) -> String {
+    const KEY: &str = "password=";
+    let lower = text.to_ascii_lowercase();
+    let mut out = String::with_capacity(text.len());
+    let mut at = 0;
+    while let Some(found) = lower[at..].find(KEY) {
+        let value_start = at + found + KEY.len();
+        out.push_str(&text[at..value_start]);
+        out.push_str("***");
+        let rest = &text[value_start..];
+        let value_len = match rest.chars().next() {
+            Some(q @ ('\'' | '"')) => rest[1..].find(q).map_or(rest.len(), |end| end + 2),
+            _ => rest
+                .find(|c: char| c == '&' || c == ';' || c.is_whitespace())
+                .unwrap_or(rest.len()),
+        };
+        at = value_start + value_len;
+    }
+    out.push_str(&text[at..]);
+    out
 }
 
 #[cfg(test)]
@@ -368,5 +408,18 @@ mod tests {
             "postgres://u:***@h:5/db"
         );
         assert_eq!(redact("postgres://u@h/db"), "postgres://u@h/db");
+        assert_eq!(
+            redact("postgres://u@h:1/x?sslmode=disable&password=TOP&a=b"),
+            "postgres://u@h:1/x?sslmode=disable&password=***&a=b"
+        );
+        assert_eq!(
+            redact("host=h port=1 user=u PASSWORD=TOP dbname=x"),
+            "host=h port=1 user=u PASSWORD=*** dbname=x"
+        );
+        assert_eq!(
+            redact("host=h password='a b' dbname=x"),
+            "host=h password=*** dbname=x"
+        );
+        assert_eq!(redact("amqp://g:pw@h:5/%2f"), "amqp://g:***@h:5/%2f");
     }
 }

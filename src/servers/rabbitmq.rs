@@ -194,13 +194,19 @@ impl Private {
                 {
                     return Err(StartError::PortTaken);
                 }
-                return Err(StartError::Other(fail::failed(format!(
+                return Err(StartError::Other(fail::unavailable(format!(
                     "rabbitmq-server exited while starting ({status}): {log}"
                 ))));
             }
             // The listener opens at the end of the boot: a TCP accept is nearly ready.
             if ports::accepts(self.port) && reach(&url).is_ok() {
                 return Ok(());
+            }
+            // SIGINT or SIGTERM while the node boots (seconds, more under load): stop
+            // waiting at once; the node is killed on the way out.
+            if let Some(signal) = crate::interrupt::caught() {
+                let _ = self.kill_node();
+                return Err(StartError::Other(super::interrupted("rabbitmq", signal)));
             }
             if Instant::now() >= deadline {
                 let _ = self.kill_node();

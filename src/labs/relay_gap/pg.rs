@@ -174,16 +174,17 @@ pub fn check_body(body: &str) -> Result<()> {
     Ok(())
 }
 
-/// A URL without its password, for messages.
+/// A URL without its password, for messages (one in its query is masked too).
 fn shown_url(url: &str) -> String {
-    match (url.find("://"), url.rfind('@')) {
+    let shown = match (url.find("://"), url.rfind('@')) {
         (Some(s), Some(at)) if at > s => {
             let creds = &url[s + 3..at];
             let user = creds.split(':').next().unwrap_or("");
             format!("{}{user}@{}", &url[..s + 3], &url[at + 1..])
         }
         _ => url.to_string(),
-    }
+    };
+    crate::servers::postgres::redact(&shown)
 }
 
 /// A client error on one line, with the server's message when there is one.

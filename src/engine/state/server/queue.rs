@@ -47,7 +47,11 @@ async fn bounded<T>(
 ) -> Result<T> {
     match tokio::time::timeout(CALL_TIMEOUT, f).await {
         Ok(r) => r.with_context(|| what.to_string()),
-        Err(_) => anyhow::bail!("{what}: no answer within {} s", CALL_TIMEOUT.as_secs()),
+        // A broker that does not answer is a peer unavailable (69), not a broken design.
+        Err(_) => Err(crate::fail::unavailable(format!(
+            "{what}: no answer within {} s",
+            CALL_TIMEOUT.as_secs()
+        ))),
     }
 }
 
