@@ -13,6 +13,7 @@ pub mod ports;
 pub mod postgres;
 pub mod process;
 pub mod rabbitmq;
+mod redact;
 pub mod shm;
 mod start;
 
