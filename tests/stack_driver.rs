@@ -10,6 +10,8 @@
 mod common;
 #[path = "stack_driver/place.rs"]
 mod place;
+#[path = "stack_driver/tamper.rs"]
+mod tamper;
 
 use std::path::Path;
 use std::process::{Command, Output, Stdio};

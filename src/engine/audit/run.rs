@@ -69,7 +69,7 @@ pub(super) fn check_run(report: &mut Report, tree: &Tree) {
         Ok(on) if on.full_name() == lab.full_name() => on,
         _ => lab,
     };
-    servers::check(report, tree, lab);
+    let on_servers = servers::check(report, tree, lab);
     match crate::engine::registry::find(&command.lab) {
         Ok(l) if l.full_name() == lab.full_name() => {}
         Ok(l) => report.problem(
@@ -122,6 +122,9 @@ pub(super) fn check_run(report: &mut Report, tree: &Tree) {
         .iter()
         .flat_map(|s| s.steps.iter().map(move |step| (s, step)))
         .collect();
+    if let Some(record) = &on_servers {
+        servers::check_kills(report, record, &command, &steps, &processes.processes);
+    }
     let names: Vec<String> = steps
         .iter()
         .map(|(s, step)| format!("{}/{}", s.name, step.name))
