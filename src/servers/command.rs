@@ -125,13 +125,7 @@ pub fn run(args: &Args) -> Result<i32> {
         .clone()
         .unwrap_or_else(|| format!("s{}", std::process::id()));
     crate::interrupt::catch()?;
-    let want = Want {
-        postgres: !def.databases.is_empty(),
-        rabbitmq: !def.queues.is_empty(),
-        pg_settings: def.pg_settings,
-        pg_url: args.pg_url.as_deref(),
-        amqp_url: args.amqp_url.as_deref(),
-    };
+    let want = Want::of(def, args.pg_url.as_deref(), args.amqp_url.as_deref());
     // The servers' own files live in a private temporary directory, never in --work.
     let private = tempfile::Builder::new()
         .prefix("crashlab-servers-")

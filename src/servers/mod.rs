@@ -76,6 +76,24 @@ pub struct Want<'a> {
     pub amqp_url: Option<&'a str>,
 }
 
+impl<'a> Want<'a> {
+    /// What a lab's stack needs: PostgreSQL when it names databases, RabbitMQ when it names
+    /// queues, each private unless its URL is given.
+    pub fn of(
+        def: &'a crate::engine::stack::StackDef,
+        pg_url: Option<&'a str>,
+        amqp_url: Option<&'a str>,
+    ) -> Want<'a> {
+        Want {
+            postgres: !def.databases.is_empty(),
+            rabbitmq: !def.queues.is_empty(),
+            pg_settings: def.pg_settings,
+            pg_url,
+            amqp_url,
+        }
+    }
+}
+
 /// One server's start, for the evidence.
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
 pub struct Startup {

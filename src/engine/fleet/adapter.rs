@@ -48,12 +48,6 @@ impl Fleet for Servers {
 
 /// Start (or reach) the servers of `def` under `dir`.
 pub fn start(def: &StackDef, args: &StackArgs, dir: &Path) -> Result<Box<dyn Fleet>> {
-    let want = Want {
-        postgres: !def.databases.is_empty(),
-        rabbitmq: !def.queues.is_empty(),
-        pg_settings: def.pg_settings,
-        pg_url: args.pg_url.as_deref(),
-        amqp_url: args.amqp_url.as_deref(),
-    };
+    let want = Want::of(def, args.pg_url.as_deref(), args.amqp_url.as_deref());
     Ok(Box::new(Servers::start(&want, dir)?))
 }

@@ -55,15 +55,21 @@ async fn bounded<T>(
     }
 }
 
+/// A connection to the broker at `url` and a channel on it, each step bounded.
+async fn open(url: &str) -> Result<(Connection, lapin::Channel)> {
+    let conn = bounded(
+        "connecting to the broker",
+        Connection::connect(url, ConnectionProperties::default()),
+    )
+    .await?;
+    let channel = bounded("opening a channel", conn.create_channel()).await?;
+    Ok((conn, channel))
+}
+
 /// The ready messages of `queue`, or None when it does not exist.
 pub fn count(url: &str, queue: &str) -> Result<Option<u32>> {
     runtime()?.block_on(async {
-        let conn = bounded(
-            "connecting to the broker",
-            Connection::connect(url, ConnectionProperties::default()),
-        )
-        .await?;
-        let channel = bounded("opening a channel", conn.create_channel()).await?;
+        let (conn, channel) = open(url).await?;
         let options = QueueDeclareOptions {
             passive: true,
             ..QueueDeclareOptions::default()
@@ -95,12 +101,7 @@ pub fn count(url: &str, queue: &str) -> Result<Option<u32>> {
 /// channel is closed, which returns them.
 pub fn messages(url: &str, queue: &str) -> Result<Vec<Kept>> {
     runtime()?.block_on(async {
-        let conn = bounded(
-            "connecting to the broker",
-            Connection::connect(url, ConnectionProperties::default()),
-        )
-        .await?;
-        let channel = bounded("opening a channel", conn.create_channel()).await?;
+        let (conn, channel) = open(url).await?;
         let mut kept = Vec::new();
         for _ in 0..KEPT_MAX {
             let got = bounded(
