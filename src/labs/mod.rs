@@ -7,6 +7,7 @@ pub mod outbox_inbox;
 pub mod outbox_stack;
 pub mod poison;
 pub mod redelivered;
+pub mod redelivered_stack;
 pub mod relay_gap;
 
 use crate::engine::Lab;
@@ -18,4 +19,5 @@ pub static LABS: &[&Lab] = &[
     &redelivered::lab::LAB,
     &relay_gap::lab::LAB,
     &outbox_stack::lab::LAB,
+    &redelivered_stack::lab::LAB,
 ];
