@@ -8,7 +8,7 @@ use super::points::POINTS;
 use super::{consumer, readback, roles};
 use crate::fail;
 use crate::labs::http_dispatch::model::{check_key, shown_key};
-use crate::labs::outbox_stack::amqp::{self, Broker};
+use crate::labs::outbox_stack::amqp::Broker;
 use crate::out;
 use crate::route::role::{arm, expected_stage, readback_out};
 
@@ -21,7 +21,9 @@ pub fn run(matches: &clap::ArgMatches) -> Result<i32> {
             check_key(&id)
                 .map_err(|e| fail::usage(format!("--id is not a valid message id: {e}")))?;
             let mut broker = Broker::open(&queue, true, true)?;
-            let sent = broker.publish(&id, &amqp::publish_id(1), &body, true)?;
+            // One publish per message and queue: its id is the message's own, so that two runs
+            // of a scenario print the same trace (`audit --rerun`).
+            let sent = broker.publish(&id, &format!("{id}-1"), &body, true)?;
             broker.confirm(sent)?;
             broker.close()?;
             out::line(&format!("ENQUEUED message {}", shown_key(&id)));
