@@ -61,7 +61,7 @@ pub fn run(o: &Options<'_>) -> Result<Done> {
             Val::Text(o.consumer),
             Val::Int(got.tag as i64),
             Val::Int(i64::from(got.redelivered)),
-            Val::Int(crate::common::now_ms() as i64),
+            Val::Int(crate::common::now_ms()),
         ],
         &format!(
             "delivery of message {} to {}{}",
@@ -108,7 +108,7 @@ pub fn run(o: &Options<'_>) -> Result<Done> {
             Val::Int(i64::from(reply.status)),
             Val::Int(i64::from(reply.replayed)),
             Val::Int(i64::from(acked)),
-            Val::Int(crate::common::now_ms() as i64),
+            Val::Int(crate::common::now_ms()),
         ],
         &format!(
             "reply of message {} to {} {}",
