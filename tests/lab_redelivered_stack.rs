@@ -83,7 +83,7 @@ fn the_driver_shows_the_redelivery_the_audit_passes_and_explore_breaks_where_pre
     assert_eq!(code(&explore), 0, "{text}{}", stderr(&explore));
     let breaks: Vec<&str> = text
         .lines()
-        .filter(|l| l.contains("BREAKS"))
+        .filter(|l| l.contains("*BREAKS"))
         .filter_map(|l| l.split_whitespace().next())
         .collect();
     assert_eq!(
