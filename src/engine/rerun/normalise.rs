@@ -15,6 +15,9 @@
 //!   path with a random name. `<tmp>`
 //! - the words `tmpfs`, `ext4`, `xfs`, `btrfs`, `overlayfs` name the file system a work
 //!   directory is on, a property of the machine. `<fs>`
+//! - a word `p<pid>t<13-digit ms>n<count>` is an id made of the process that took it and the
+//!   time it took it (a broker publish id: unique per physical message, so a publisher that
+//!   publishes again after a crash gives the new copy a new one). `<publish>`
 //!
 //! JSON, by key (the value whole, whatever its type): `wall_ms` and any key ending in
 //! `wall_ms` (measured times), `max_rss_kb` (measured memory), keys ending in `_per_s`
@@ -177,6 +180,8 @@ pub fn line(text: &str) -> String {
             let word = &text[i..end];
             out.push_str(if FS_WORDS.contains(&word) {
                 "<fs>"
+            } else if is_pid_time_id(word) {
+                "<publish>"
             } else {
                 word
             });
@@ -189,6 +194,23 @@ pub fn line(text: &str) -> String {
         i += width;
     }
     out
+}
+
+/// `p<digits>t<13 digits>n<digits>`: an id made of a pid, a wall-clock time and a count.
+fn is_pid_time_id(word: &str) -> bool {
+    fn digits(text: &str) -> bool {
+        !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit())
+    }
+    let Some(rest) = word.strip_prefix('p') else {
+        return false;
+    };
+    let Some((pid, rest)) = rest.split_once('t') else {
+        return false;
+    };
+    let Some((ms, count)) = rest.split_once('n') else {
+        return false;
+    };
+    digits(pid) && ms.len() == 13 && digits(ms) && digits(count)
 }
 
 fn is_digest(text: &str) -> bool {
@@ -297,6 +319,20 @@ mod tests {
         assert_eq!(line("evidence/tmp/x a/tmp/b"), "evidence/tmp/x a/tmp/b");
         let system = std::env::temp_dir().join("crashlab-rerun-q1");
         assert_eq!(line(&format!("in {}", system.display())), "in <tmp>");
+    }
+
+    #[test]
+    fn pid_time_ids() {
+        assert_eq!(
+            line("AMQP publish queue=messages message=M1 publish=p26451t1796326361534n1 tag=1"),
+            "AMQP publish queue=messages message=M1 publish=<publish> tag=1"
+        );
+        assert_eq!(line("('p7t1796326361534n12', 'M1')"), "('<publish>', 'M1')");
+        // Not 13 digits of time, or not that shape: kept.
+        assert_eq!(
+            line("p7t179632636153n1 p7t1796326361534 M1-1"),
+            "p7t179632636153n1 p7t1796326361534 M1-1"
+        );
     }
 
     #[test]
