@@ -9,8 +9,8 @@ pub mod lifecycle;
 pub mod pipeline;
 pub mod power_cut;
 pub mod profile;
-pub mod reaped;
 pub mod progress;
+pub mod reaped;
 pub mod roles;
 pub mod server_kills;
 

@@ -108,7 +108,11 @@ mod tests {
     #[test]
     fn the_schedule_is_the_seeds_own_and_inside_10_to_80_percent() {
         let a = schedule(3, 600, 4);
-        assert_eq!(a, schedule(3, 600, 4), "the same seed gives the same moments");
+        assert_eq!(
+            a,
+            schedule(3, 600, 4),
+            "the same seed gives the same moments"
+        );
         assert_eq!(a.len(), 4);
         assert!(a.windows(2).all(|w| w[0] <= w[1]));
         assert!(a.iter().all(|&u| (60..480).contains(&u)), "{a:?}");
@@ -125,7 +129,10 @@ mod tests {
     fn only_a_69_of_a_process_alive_at_the_kill_is_the_servers_doing() {
         assert!(ended_by_server(true, false, false, 69));
         assert!(!ended_by_server(false, false, false, 69), "started after");
-        assert!(!ended_by_server(true, true, false, 137), "the engine's kill");
+        assert!(
+            !ended_by_server(true, true, false, 137),
+            "the engine's kill"
+        );
         assert!(!ended_by_server(true, false, true, 69), "hung");
         assert!(!ended_by_server(true, false, false, 1), "another failure");
         assert_eq!(point(42), "chaos@42");

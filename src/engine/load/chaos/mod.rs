@@ -17,12 +17,13 @@ use crate::engine::load::pipeline::{self, Outcome, Schedule, ServerPlan, LOGS};
 use crate::engine::load::profile::{LoadProfile, Verdict};
 use crate::engine::load::progress::Progress;
 use crate::engine::load::{kills, lifecycle, roles, server_kills};
-use crate::engine::stack::Server;
 use crate::engine::nemesis::{power_loss, POWER_CUTS_NAME};
+use crate::engine::stack::Server;
 use crate::engine::Lab;
 use crate::fail;
 pub use report::{run_problems, Report};
 
+pub mod audit;
 mod options;
 mod validate;
 

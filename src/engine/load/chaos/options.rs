@@ -5,8 +5,8 @@ use std::path::PathBuf;
 
 use crate::engine::crash_mode::{CrashMode, PowerArgs};
 use crate::engine::load::kills;
-use crate::engine::nemesis::Nemesis;
 use crate::engine::load::profile::Shape;
+use crate::engine::nemesis::Nemesis;
 use crate::engine::Lab;
 use crate::power::cut::Style;
 
@@ -140,4 +140,3 @@ pub fn replay_command(lab: &Lab, o: &Options) -> String {
     }
     command
 }
-

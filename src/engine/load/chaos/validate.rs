@@ -128,4 +128,3 @@ fn validate_servers(lab: &Lab, profile: &dyn LoadProfile, o: &Options) -> Result
         }
     }
 }
-

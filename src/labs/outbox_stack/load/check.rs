@@ -84,9 +84,8 @@ pub fn by_message(events: &[Event]) -> BTreeMap<&str, (u32, u32, u32)> {
 
 /// Per message: (publishes handled, deliveries handled), from the receipts.
 fn deliveries(receiver: &Connection) -> Result<BTreeMap<String, (i64, i64)>> {
-    let mut stmt = receiver.prepare(
-        "SELECT message_id, count(*), sum(handled) FROM receipts GROUP BY message_id",
-    )?;
+    let mut stmt = receiver
+        .prepare("SELECT message_id, count(*), sum(handled) FROM receipts GROUP BY message_id")?;
     let rows = stmt
         .query_map([], |r| {
             Ok((
@@ -117,7 +116,10 @@ pub fn check(work: &Path, shape: &Shape, events: &[Event]) -> Result<Verdict> {
         queue_pending: int(&queue, "SELECT count(*) FROM messages")?,
         publishes: delivered.values().map(|d| d.0).sum(),
         physical_deliveries: delivered.values().map(|d| d.1).sum(),
-        redelivered: int(&receiver, "SELECT count(*) FROM receipts WHERE redelivered = 1")?,
+        redelivered: int(
+            &receiver,
+            "SELECT count(*) FROM receipts WHERE redelivered = 1",
+        )?,
         rejected: int(
             &receiver,
             "SELECT count(*) FROM receipts WHERE outcome = 'rejected'",

@@ -19,9 +19,7 @@ use anyhow::Result;
 
 use super::roles::{self, Send, STORES};
 use super::variant::Variant;
-use crate::engine::load::profile::{
-    BenchStage, LoadProfile, RoleSpec, Shape, Verdict, Watch,
-};
+use crate::engine::load::profile::{BenchStage, LoadProfile, RoleSpec, Shape, Verdict, Watch};
 use crate::events::Event;
 use crate::fail;
 
@@ -233,7 +231,12 @@ mod tests {
         });
         assert!(transient[1].argv.join(" ").ends_with("--variant transient"));
         assert_eq!(transient[3].argv, roles[3].argv);
-        for argv in roles.iter().chain(&broken).chain(&transient).map(|r| &r.argv) {
+        for argv in roles
+            .iter()
+            .chain(&broken)
+            .chain(&transient)
+            .map(|r| &r.argv)
+        {
             let words = std::iter::once("crashlab".to_string()).chain(argv.clone());
             if let Err(e) = crate::cli::parser().try_get_matches_from(words) {
                 panic!("{argv:?}: {e}");

@@ -80,7 +80,9 @@ impl Watch for Watcher {
         let applied = counts(&self.receiver, "SELECT count(*) FROM inbox")?;
         // The queue was declared before the run: absent would mean the broker lost it.
         let ready = self.broker.borrow_mut().ready()?.ok_or_else(|| {
-            crate::fail::failed("the run's queue is gone from the broker (it was declared durable before the run)")
+            crate::fail::failed(
+                "the run's queue is gone from the broker (it was declared durable before the run)",
+            )
         })?;
         let at = |v: &[u64], i: usize| v.get(i).copied().unwrap_or(0);
         Ok(observed(

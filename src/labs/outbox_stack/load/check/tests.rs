@@ -47,8 +47,16 @@ fn files(dir: &Path, publishes: &[i64], handled: &[i64], credits: &[i64], ready:
             .unwrap();
         }
         for p in 0..publishes[i] {
-            let first = if p == 0 { handled[i] - publishes[i] + 1 } else { 1 };
-            let outcome = if p == 0 && credits[i] > 0 { "applied" } else { "duplicate" };
+            let first = if p == 0 {
+                handled[i] - publishes[i] + 1
+            } else {
+                1
+            };
+            let outcome = if p == 0 && credits[i] > 0 {
+                "applied"
+            } else {
+                "duplicate"
+            };
             r.execute(
                 "INSERT INTO receipts VALUES (?1, ?2, ?3, ?4, ?5)",
                 rusqlite::params![format!("{m}-{p}"), m, outcome, i64::from(first > 1), first],
