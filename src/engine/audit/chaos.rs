@@ -174,6 +174,7 @@ fn exits(report: &mut Report, processes: &Processes, kills: &[Kill], servers: &S
 }
 
 /// chaos.json's fields that follow from the command, processes.json and kills.json.
+#[allow(clippy::too_many_arguments)]
 fn report_fields(
     report: &mut Report,
     lab: &Lab,
