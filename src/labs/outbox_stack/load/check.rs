@@ -5,7 +5,8 @@
 //! sender (the sender's commit returned), `info` if never. Its deliveries are its receipts'
 //! `handled` counts (every delivery a consumer handled leaves one, in the same transaction as
 //! its effect); its effects are its contract's credits in the ledger, or the consumers'
-//! `applied` events for it where those say more. An unapplied `ok` message is `lost-write` or
+//! `applied` events for it where those say more (none when the ledger has no credit: an event
+//! whose commit the server lost is a lost effect). An unapplied `ok` message is `lost-write` or
 //! `unseen`; two effects are a `duplicate`; a second delivery absorbed by the Inbox is a
 //! `duplicate-delivery`, the one anomaly the design allows.
 
@@ -162,7 +163,13 @@ pub fn check(work: &Path, shape: &Shape, events: &[Event]) -> Result<Verdict> {
         if rejected > 0 {
             event_problems.push(format!("{message}: rejected {rejected} times"));
         }
-        let effects = credits.max(i64::from(applied));
+        // An `applied` event is written after the commit returned: one with no credit left
+        // is an acknowledged effect the store lost (async-commit under a server kill), so
+        // the effect counts as lost; more events than credits still count as applied twice.
+        let effects = match credits {
+            0 => 0,
+            n => n.max(i64::from(applied)),
+        };
         match effects {
             0 => c.lost_effects += 1,
             n => {

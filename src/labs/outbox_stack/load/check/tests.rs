@@ -143,6 +143,19 @@ fn applied_events_beyond_the_ledger_are_a_problem_and_a_missing_file_an_error() 
         "{:?}",
         v.problems
     );
+    // An effect acknowledged by its event whose commit the server lost: lost, not applied.
+    let lost_commit = [Event::Applied {
+        item: "M000001".into(),
+    }];
+    let gone = tempfile::tempdir().unwrap();
+    files(gone.path(), &[1, 1, 1], &[1, 1, 1], &[0, 1, 1], 0);
+    let v = check(gone.path(), &SHAPE, &lost_commit).unwrap();
+    assert_eq!((v.lost, v.duplicated), (1, 0));
+    assert!(
+        names(&v.bad_anomalies).contains(&Anomaly::LostWrite),
+        "{:?}",
+        v.bad_anomalies
+    );
     std::fs::remove_file(dir.path().join("messages")).unwrap();
     let e = check(dir.path(), &SHAPE, &[]).unwrap_err();
     assert!(format!("{e:#}").contains("messages is missing"), "{e:#}");
