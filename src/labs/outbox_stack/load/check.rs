@@ -4,9 +4,9 @@
 //! Each of the N messages is one operation: `ok` once its contract and Outbox row are in the
 //! sender (the sender's commit returned), `info` if never. Its deliveries are its receipts'
 //! `handled` counts (every delivery a consumer handled leaves one, in the same transaction as
-//! its effect); its effects are its contract's credits in the ledger, or the consumers'
-//! `applied` events for it where those say more (none when the ledger has no credit: an event
-//! whose commit the server lost is a lost effect). An unapplied `ok` message is `lost-write` or
+//! its effect); its effects are its contract's credits in the ledger (the consumers' `applied`
+//! events beyond those are acknowledged commits the server lost: each one a problem). An
+//! unapplied `ok` message is `lost-write` or
 //! `unseen`; two effects are a `duplicate`; a second delivery absorbed by the Inbox is a
 //! `duplicate-delivery`, the one anomaly the design allows.
 
@@ -157,19 +157,17 @@ pub fn check(work: &Path, shape: &Shape, events: &[Event]) -> Result<Verdict> {
         let (applied, _, rejected) = seen.get(message.as_str()).copied().unwrap_or_default();
         if i64::from(applied) > credits {
             event_problems.push(format!(
-                "{message}: {applied} applied events, yet {credits} credits in the ledger"
+                "{message}: {applied} applied events, yet {credits} credits in the ledger (an acknowledged commit lost)"
             ));
         }
         if rejected > 0 {
             event_problems.push(format!("{message}: rejected {rejected} times"));
         }
-        // An `applied` event is written after the commit returned: one with no credit left
-        // is an acknowledged effect the store lost (async-commit under a server kill), so
-        // the effect counts as lost; more events than credits still count as applied twice.
-        let effects = match credits {
-            0 => 0,
-            n => n.max(i64::from(applied)),
-        };
+        // The ledger is the truth of the effects (each credit is made in the transaction of
+        // its Inbox row). An `applied` event is written after its commit returned, so more
+        // events than credits is an acknowledged commit the server lost (async-commit under
+        // a server kill): a problem, and, with no credit left, a lost effect.
+        let effects = credits;
         match effects {
             0 => c.lost_effects += 1,
             n => {
