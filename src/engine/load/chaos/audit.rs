@@ -293,12 +293,18 @@ mod tests {
         String,
         Processes,
     ) {
-        let (lab, profile) =
-            crate::engine::load::profile_on("14", Some("postgres-rabbitmq")).unwrap();
+        // A lab on a database server and a broker, with a load profile (the engine names
+        // no lab: the first the registry has).
+        let lab = crate::engine::registry::labs()
+            .iter()
+            .copied()
+            .find(|l| l.load.is_some() && l.stack.is_some_and(|d| !d.queues.is_empty()))
+            .expect("a lab on servers has a load profile");
+        let (def, profile) = (lab.stack.unwrap(), lab.load.unwrap());
         let o = Args::try_parse_from([
             "chaos",
             "--stack",
-            "postgres-rabbitmq",
+            def.name,
             "--messages",
             "40",
             "--seed",
@@ -320,7 +326,7 @@ mod tests {
             "server_exits": 1
         });
         let servers = serde_json::json!({
-            "stack": "postgres-rabbitmq",
+            "stack": def.name,
             "servers": [
                 {"server": "postgres", "private": true, "restart_wall_ms": []},
                 {"server": "rabbitmq", "private": true, "restart_wall_ms": [3900]}
