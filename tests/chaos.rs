@@ -720,17 +720,14 @@ fn a_lab_without_a_load_profile_is_refused_naming_those_with_one() {
         assert!(stderr.contains("14 (outbox-inbox)"), "{stderr}");
         assert!(common::stdout(&out).is_empty());
     }
-    // Lab 14 on servers shares its id with lab 14 on SQLite: the line names the stack, so it
-    // does not read as if lab 14 both lacked and had a profile. Refused before any server starts.
-    let out = crashlab(
-        dir.path(),
-        &["chaos", "14", "--stack", "postgres-rabbitmq", "--out", "c"],
-    );
+    // Lab 14 on servers has a load profile for chaos, but bench measures labs on SQLite files:
+    // refused in one line that names the stack, before any server starts.
+    let out = crashlab(dir.path(), &["bench", "14", "--stack", "postgres-rabbitmq"]);
     assert_eq!(out.status.code(), Some(2));
     let stderr = common::stderr(&out);
     assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
     assert!(
-        stderr.contains("lab 14 (outbox-inbox) --stack postgres-rabbitmq has no load profile"),
+        stderr.contains("bench 14 --stack postgres-rabbitmq: bench measures labs on SQLite files"),
         "{stderr}"
     );
     assert!(!dir.path().join("c").exists() && !dir.path().join("c.partial").exists());

@@ -136,6 +136,10 @@ pub enum Command {
         /// Print the figures as one JSON document on stdout (progress stays on stderr)
         #[arg(long)]
         json: bool,
+        /// The stack the lab runs on: bench measures SQLite files (sqlite, the default); a lab
+        /// on servers is measured by chaos (docs/load.md)
+        #[arg(long, value_name = "NAME")]
+        stack: Option<String>,
     },
     /// Move the crash everywhere: every point, every hit, every variant, checked end to end
     Explore(crate::engine::explore::Args),

@@ -77,8 +77,9 @@ pub fn run(command: Command) -> Result<i32> {
             consumers,
             runs,
             json,
+            stack,
         } => {
-            let (lab, profile) = crate::engine::load::profile(&name)?;
+            let (lab, profile) = crate::engine::load::profile_on(&name, stack.as_deref())?;
             crate::engine::load::bench::run(
                 lab,
                 profile,

@@ -15,11 +15,11 @@ use super::tree::Tree;
 use super::{Report, CHAOS, KILLS};
 use crate::engine::evidence::{self, Processes};
 use crate::engine::files::FileRow;
+use crate::engine::load::chaos::audit::Audit as ServerAudit;
 use crate::engine::load::chaos::{self as load_chaos, Options};
-use crate::engine::load::kills::{Kill, NEMESIS};
+use crate::engine::load::kills::Kill;
 use crate::engine::load::profile::LoadProfile;
 use crate::engine::load::roles::events_rel;
-use crate::engine::nemesis::Nemesis;
 use crate::engine::Lab;
 use crate::fail;
 
@@ -43,13 +43,15 @@ pub(super) fn check_chaos(report: &mut Report, tree: &Tree) {
     report.lab = Some(processes.lab.clone());
     report.processes = processes.processes.len();
     let (lab, profile, options) = match command::parse(&processes.command) {
-        Ok(Parsed::Chaos(c)) => match crate::engine::load::profile(&c.lab) {
-            Ok((lab, profile)) => (lab, profile, c.options),
-            Err(e) => {
-                report.problem(P, format!("command: {}", fail::one_line(&e)));
-                return;
+        Ok(Parsed::Chaos(c)) => {
+            match crate::engine::load::profile_on(&c.lab, c.options.stack.stack.as_deref()) {
+                Ok((lab, profile)) => (lab, profile, c.options),
+                Err(e) => {
+                    report.problem(P, format!("command: {}", fail::one_line(&e)));
+                    return;
+                }
             }
-        },
+        }
         Ok(Parsed::Driver(_)) => {
             report.problem(P, "command is a driver run; these are a chaos run's files");
             return;
@@ -92,13 +94,38 @@ pub(super) fn check_chaos(report: &mut Report, tree: &Tree) {
         Err(e) => report.problem(P, format!("command: {}", fail::one_line(&e))),
     }
 
-    let mut files =
-        chaos_logs::check_processes(report, tree, lab, profile, &options, &processes, &kills);
+    // A lab on servers: servers.json, the server kills and the exits they caused.
+    let servers = tree
+        .get(crate::engine::fleet::SERVERS)
+        .map(|b| String::from_utf8_lossy(b).into_owned());
+    let server_audit = load_chaos::audit::check(
+        lab,
+        profile,
+        &options,
+        &chaos,
+        servers.as_deref(),
+        &processes,
+        &kills,
+    );
+    for (file, problem) in &server_audit.problems {
+        report.problem(file, problem.clone());
+    }
+    let mut files = chaos_logs::check_processes(
+        report,
+        tree,
+        lab,
+        profile,
+        &options,
+        &processes,
+        &kills,
+        &server_audit,
+    );
+    files.extend(server_audit.files.iter().cloned());
     chaos_logs::check_kills(report, profile, &options, &processes, &kills);
     if let Some(cut) = options.cut() {
         files.insert(super::cuts::check_chaos(report, tree, cut, &kills));
     }
-    exits(report, &processes, &kills);
+    exits(report, &processes, &kills, &server_audit);
     let derived_problems = claims(report, tree, lab, profile, &options, &processes, &chaos);
     report_fields(
         report,
@@ -108,6 +135,7 @@ pub(super) fn check_chaos(report: &mut Report, tree: &Tree) {
         &kills,
         &chaos,
         derived_problems,
+        &server_audit,
     );
     if let Some(rows) = &rows {
         files.extend(kept(report, tree, profile.databases(), rows));
@@ -125,14 +153,10 @@ pub(super) fn check_chaos(report: &mut Report, tree: &Tree) {
 
 /// Every process ended as the run expected: 0, or SIGKILL where kills.json says chaos killed
 /// it, or busy (75), which chaos restarts and counts.
-fn exits(report: &mut Report, processes: &Processes, kills: &[Kill]) {
+fn exits(report: &mut Report, processes: &Processes, kills: &[Kill], servers: &ServerAudit) {
     for record in &processes.processes {
         let by_driver = kills.iter().any(|k| k.landed && k.step == record.step);
-        let expected_exit = if by_driver {
-            NEMESIS.expected_exit()
-        } else {
-            fail::EXIT_OK
-        };
+        let (expected_exit, _) = servers.expected(&record.step, by_driver);
         let busy = record.exit == fail::EXIT_LOCKED && !by_driver;
         if record.exit != expected_exit && !busy {
             report.problem(
@@ -150,6 +174,7 @@ fn exits(report: &mut Report, processes: &Processes, kills: &[Kill]) {
 }
 
 /// chaos.json's fields that follow from the command, processes.json and kills.json.
+#[allow(clippy::too_many_arguments)]
 fn report_fields(
     report: &mut Report,
     lab: &Lab,
@@ -158,6 +183,7 @@ fn report_fields(
     kills: &[Kill],
     chaos: &Value,
     check_problems: Option<Vec<String>>,
+    servers: &ServerAudit,
 ) {
     let count = |f: &dyn Fn(&evidence::Process) -> bool| {
         processes.processes.iter().filter(|p| f(p)).count()
@@ -167,11 +193,7 @@ fn report_fields(
     let busy = count(&|p| !killed(p) && !p.timed_out && p.exit == fail::EXIT_LOCKED);
     let timed_out = count(&|p| p.timed_out);
     let unexpected = count(&|p| {
-        let expected = if killed(p) {
-            NEMESIS.expected_exit()
-        } else {
-            fail::EXIT_OK
-        };
+        let (expected, _) = servers.expected(&p.step, killed(p));
         !p.timed_out && p.exit != fail::EXIT_LOCKED && p.exit != expected
     });
     let mut by_role: BTreeMap<String, usize> = BTreeMap::new();
@@ -212,6 +234,7 @@ fn report_fields(
         .map(|(key, _)| *key)
         .chain(CLAIMS)
         .chain(["wall_ms", "ok", "problems"])
+        .chain(load_chaos::audit::FIELDS)
         .collect();
     for key in chaos.as_object().into_iter().flat_map(|m| m.keys()) {
         if !known.contains(&key.as_str()) {

@@ -10,11 +10,10 @@ use super::tree::Tree;
 use super::{Report, KILLS};
 use crate::engine::evidence::{self, Processes};
 use crate::engine::load::chaos::Options;
-use crate::engine::load::kills::{self, Kill, NEMESIS};
+use crate::engine::load::kills::{self, Kill};
 use crate::engine::load::pipeline::{self, Schedule, LOGS};
 use crate::engine::load::profile::LoadProfile;
 use crate::engine::load::roles::events_rel;
-use crate::engine::nemesis::Nemesis;
 use crate::engine::Lab;
 
 const P: &str = evidence::PROCESSES;
@@ -41,6 +40,7 @@ fn roles(profile: &dyn LoadProfile, options: &Options) -> BTreeMap<String, Vec<S
 }
 
 /// Check every process and its logs; returns the log files they account for.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn check_processes(
     report: &mut Report,
     tree: &Tree,
@@ -49,6 +49,7 @@ pub(super) fn check_processes(
     options: &Options,
     processes: &Processes,
     kills: &[Kill],
+    servers: &crate::engine::load::chaos::audit::Audit,
 ) -> BTreeSet<String> {
     let roles = roles(profile, options);
     let landed: BTreeSet<&str> = kills
@@ -101,11 +102,7 @@ pub(super) fn check_processes(
             );
         }
         let killed = landed.contains(record.step.as_str());
-        let (expected_exit, crash_mode) = if killed {
-            (NEMESIS.expected_exit(), Some(NEMESIS.name().to_string()))
-        } else {
-            (0, None)
-        };
+        let (expected_exit, crash_mode) = servers.expected(&record.step, killed);
         if record.expected_exit != expected_exit || record.crash_mode != crash_mode {
             report.problem(
                 P,

@@ -10,7 +10,9 @@ pub mod pipeline;
 pub mod power_cut;
 pub mod profile;
 pub mod progress;
+pub mod reaped;
 pub mod roles;
+pub mod server_kills;
 
 use crate::engine::Lab;
 use profile::LoadProfile;

@@ -15,12 +15,14 @@ use anyhow::Result;
 use serde::Serialize;
 
 use crate::engine::evidence::Process;
-use crate::engine::load::kills::{self, Kill, NEMESIS};
+use crate::engine::load::kills::{self, Kill};
 use crate::engine::load::power_cut;
+use crate::engine::load::server_kills;
+
 use crate::engine::load::profile::{LoadProfile, Observed, Shape};
-use crate::engine::load::roles::{first_line, spawn, stop_all, with_trace, Role, Running};
-use crate::engine::nemesis::Nemesis;
-use crate::engine::process::{self, Ended};
+use crate::engine::load::reaped::reaped;
+use crate::engine::load::roles::{spawn, stop_all, with_trace, Role};
+use crate::engine::process;
 use crate::fail;
 
 /// How often the engine looks at the processes and the files.
@@ -68,6 +70,18 @@ pub struct Outcome {
     pub last_units: u64,
     /// Under power loss: what each cut took back (`power-cuts.jsonl`).
     pub cuts: Vec<serde_json::Value>,
+    /// The servers chaos killed and restarted, and the exits (69) of the roles whose server
+    /// went away under them (expected, restarted at once).
+    pub server_kills: Vec<server_kills::ServerKill>,
+    pub server_exits: usize,
+}
+
+/// Server kills during a run (a lab on servers the run started): which server, and when.
+#[derive(Debug, Clone, Default)]
+pub struct ServerPlan {
+    pub server: Option<crate::engine::stack::Server>,
+    /// Moments in progress units, ascending (`server_kills::schedule`).
+    pub at: Vec<u64>,
 }
 
 /// A callback for progress: (units done, units total, kills done).
@@ -98,7 +112,30 @@ pub fn run(
     schedule: &Schedule,
     on_progress: OnProgress<'_>,
 ) -> Result<Outcome> {
+    run_with(
+        exe,
+        profile,
+        work,
+        dir,
+        schedule,
+        &ServerPlan::default(),
+        on_progress,
+    )
+}
+
+/// As `run`, killing and restarting a server at the moments of `servers`.
+pub fn run_with(
+    exe: &Path,
+    profile: &dyn LoadProfile,
+    work: &Path,
+    dir: &Path,
+    schedule: &Schedule,
+    servers: &ServerPlan,
+    on_progress: OnProgress<'_>,
+) -> Result<Outcome> {
     assert!(schedule.shape.messages >= 1 && schedule.shape.consumers >= 1);
+    assert!(servers.at.is_empty() || servers.server.is_some());
+    assert!(servers.at.windows(2).all(|w| w[0] <= w[1]));
     assert!(
         schedule.kill_at.windows(2).all(|w| w[0] <= w[1]),
         "kill moments ascend"
@@ -110,10 +147,16 @@ pub fn run(
     let started = Instant::now();
     let mut outcome = Outcome::default();
     let mut next_kill = 0usize;
+    let mut next_server_kill = 0usize;
     let mut retry_kills = 0usize;
     let polls_max = schedule.deadline.as_millis() / POLL.as_millis().max(1) + 1;
     let mut quiescent = false;
     for _ in 0..polls_max {
+        // The deadline in wall time too: a poll may take longer than POLL (a server restart
+        // takes seconds), so the count of polls alone would not bound the run.
+        if started.elapsed() >= schedule.deadline {
+            break;
+        }
         // 0. SIGINT or SIGTERM: every child killed and reaped, and the run unwinds.
         if let Err(interrupted) = crate::interrupt::check() {
             stop_all(&mut roles);
@@ -216,6 +259,33 @@ pub fn run(
             outcome.cuts.push(summary);
             watcher = profile.watch(work, &schedule.shape)?;
         }
+        // 3c. A server kill due: SIGKILL the server and start it again (seconds), with the
+        //     roles left running; the watcher's connections died with it and are made anew.
+        if let Some(server) = servers.server {
+            let due = servers.at.get(next_server_kill);
+            if let Some(&at_units) = due.filter(|&&at| at <= observed.units) {
+                next_server_kill += 1;
+                drop(watcher);
+                let made = server_kills::kill_now(
+                    server,
+                    (at_units, observed.units),
+                    &mut roles,
+                    started,
+                    &mut outcome.server_kills,
+                )
+                .and_then(|()| profile.watch(work, &schedule.shape));
+                watcher = match made {
+                    Ok(w) => w,
+                    Err(e) => {
+                        stop_all(&mut roles);
+                        return Err(e);
+                    }
+                };
+                // The roles' exits during the restart are reaped next round; nothing is
+                // started on what the watcher saw before the server went.
+                continue;
+            }
+        }
         // 4. Start what is needed and not running: work for it now, and always after a kill.
         let now = Instant::now();
         for role in roles.iter_mut() {
@@ -261,77 +331,4 @@ pub fn run(
 /// The number of entries the watcher must give: one past the highest a role waits on.
 fn work_entries(roles: &[Role]) -> usize {
     roles.iter().map(|r| r.waits_on + 1).max().unwrap_or(0)
-}
-
-/// A process of `role` ended: record it, count how it ended, and say when to start again.
-fn reaped(
-    role: &mut Role,
-    running: Running,
-    ended: Ended,
-    schedule: &Schedule,
-    dir: &Path,
-    outcome: &mut Outcome,
-    retry_kills: &mut usize,
-) {
-    let (exit, signal) = (ended.exit, ended.signal);
-    let timed_out = running.killed
-        && running.kill.is_none()
-        && running.started.started.elapsed() >= schedule.process_timeout;
-    // A kill sent as the process was ending by itself did not land: do it again.
-    let missed = running.kill.is_some() && signal != Some(libc::SIGKILL);
-    if let (Some(k), true) = (running.kill, missed) {
-        outcome.kills[k].landed = false;
-        // A role killed for a cut that had ended by itself was not the moment's victim.
-        if !outcome.kills[k].cut {
-            *retry_kills += 1;
-        }
-    }
-    let killed_by_engine = running.kill.is_some() && !missed;
-    let expected_exit = if killed_by_engine {
-        NEMESIS.expected_exit()
-    } else {
-        fail::EXIT_OK
-    };
-    if timed_out {
-        outcome.timed_out += 1;
-    } else if exit == fail::EXIT_LOCKED {
-        outcome.busy_exits += 1;
-    } else if exit != expected_exit {
-        outcome.unexpected_exits += 1;
-    }
-    let failed_start = !timed_out && exit != fail::EXIT_LOCKED && exit != expected_exit;
-    if !failed_start && exit != fail::EXIT_LOCKED {
-        role.failed_starts = 0;
-    }
-    let mut argv = vec!["crashlab".to_string()];
-    argv.extend(role.argv.iter().cloned());
-    outcome.processes.push(Process {
-        scenario: "chaos".into(),
-        step: running.step,
-        argv,
-        expected_exit,
-        exit,
-        signal,
-        crash_point: None,
-        crash_mode: killed_by_engine.then(|| NEMESIS.name().to_string()),
-        stdout: running.stdout,
-        stderr: running.stderr,
-        wall_ms: (ended.wall_ms * 1000.0).round() / 1000.0,
-        max_rss_kb: ended.max_rss_kb,
-        timed_out,
-    });
-    // Killed: start again at once. Ended by itself: after a pause.
-    role.restart = killed_by_engine;
-    role.not_before = (!killed_by_engine).then(|| Instant::now() + IDLE_RESTART);
-    if failed_start {
-        let said = first_line(dir, &outcome.processes[outcome.processes.len() - 1]);
-        let io = exit == fail::EXIT_IOERR;
-        // On a full disk the child's own stderr line may not have been written.
-        let what = match (io, said.is_empty()) {
-            (true, true) => " (an I/O error; its stderr log is empty: is the disk full?)",
-            (true, false) => " (an I/O error)",
-            _ => "",
-        };
-        role.failed(format!("exit {exit}{what}{said}"), io);
-    }
 }

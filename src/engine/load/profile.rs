@@ -29,6 +29,9 @@ pub struct Shape {
     pub seed: u64,
     /// How long a worker's claim lasts before another may take it over.
     pub lease_ms: i64,
+    /// The design the roles run: None for the lab's own, else one of
+    /// `LoadProfile::variants` (a known-broken design, to show what it loses).
+    pub variant: Option<&'static str>,
 }
 
 /// One role process of a load run.
@@ -99,6 +102,19 @@ pub trait LoadProfile: Sync {
 
     /// The progress units of a run of `messages` items (the kill schedule's range).
     fn units(&self, messages: usize) -> u64;
+
+    /// The designs `--variant` may name (none: the lab's own design only).
+    fn variants(&self) -> &'static [&'static str] {
+        &[]
+    }
+
+    /// After the run, with every role ended and before `check`: bring the final state into
+    /// files in `work` that `check` and the evidence read. A lab on files has nothing to do;
+    /// a lab on servers copies its databases' rows (and its queue's messages) into SQLite
+    /// files named as its `databases`, so the audit can re-derive the verdict offline.
+    fn settle(&self, _work: &Path) -> Result<()> {
+        Ok(())
+    }
 
     /// The roles a run starts, names unique, in a fixed order.
     fn roles(&self, shape: &Shape) -> Vec<RoleSpec>;

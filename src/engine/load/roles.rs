@@ -21,6 +21,8 @@ pub struct Running {
     pub killed: bool,
     /// Index into `Outcome::kills` of the engine's kill of this process.
     pub kill: Option<usize>,
+    /// It was running when chaos killed a server (`server_kills`): a 69 is that kill's doing.
+    pub server_lost: bool,
 }
 
 pub struct Role {
@@ -153,6 +155,7 @@ pub fn spawn(
         stderr,
         killed: false,
         kill: None,
+        server_lost: false,
     })
 }
 

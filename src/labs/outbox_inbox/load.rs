@@ -234,6 +234,7 @@ mod tests {
         batch: 10,
         seed: 7,
         lease_ms: 500,
+        variant: None,
     };
 
     /// Every argv the profile gives is one the real command line accepts, and every role

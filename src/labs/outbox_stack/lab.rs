@@ -47,7 +47,7 @@ pub static LAB: Lab = Lab {
         roles::ENQUEUE,
         roles::VERIFY,
     ],
-    load: None,
+    load: Some(&super::load::LOAD),
     explore: Some(&super::explore::PLAN),
     history: super::history::history,
     schemas: &[&SENDER, &RECEIVER],

@@ -8,6 +8,7 @@ pub mod consumer;
 pub mod explore;
 pub mod history;
 pub mod lab;
+pub mod load;
 pub mod pg;
 pub mod points;
 pub mod publisher;

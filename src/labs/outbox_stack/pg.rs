@@ -142,6 +142,14 @@ pub fn open_in(
     Ok(pg)
 }
 
+/// The server's own word that it is going away: SQLSTATE class 57P (a backend told to end,
+/// `terminating connection due to unexpected postmaster exit` when its postmaster was
+/// killed) or class 08 (the connection failed).
+pub fn server_gone(e: &postgres::Error) -> bool {
+    e.code()
+        .is_some_and(|c| c.code().starts_with("57P") || c.code().starts_with("08"))
+}
+
 /// One line of a server error: its message (and detail), never a multi-line dump.
 pub fn one_line(e: &postgres::Error) -> String {
     let text = match e.as_db_error() {
@@ -204,7 +212,7 @@ impl Pg {
     /// unavailable (69), anything else a failure of this database (1).
     pub fn explain(&self, e: postgres::Error) -> anyhow::Error {
         let text = format!("{} database {}: {}", self.db, self.shown, one_line(&e));
-        if e.is_closed() || e.as_db_error().is_none() {
+        if e.is_closed() || e.as_db_error().is_none() || server_gone(&e) {
             fail::unavailable(text)
         } else {
             fail::failed(text)

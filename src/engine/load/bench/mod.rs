@@ -56,6 +56,7 @@ fn shape(o: &Options) -> Shape {
         batch: o.batch,
         seed: SEED,
         lease_ms: 30_000,
+        variant: None,
     }
 }
 
@@ -286,6 +287,14 @@ fn pass(
 }
 
 pub fn run(lab: &'static Lab, profile: &dyn LoadProfile, o: &Options) -> Result<i32> {
+    // Bench runs each role in fresh directories and sets its stages against plain SQLite
+    // inserts: a lab on servers would need servers per phase and a server-side ceiling.
+    if let Some(def) = lab.stack {
+        return Err(fail::usage(format!(
+            "bench {} --stack {}: bench measures labs on SQLite files; on servers run chaos {} --stack {} (it prints the wall and messages/s)",
+            lab.id, def.name, lab.id, def.name
+        )));
+    }
     validate(profile, o)?;
     crate::interrupt::catch().context("catching SIGINT and SIGTERM")?;
     let result = measure(lab, profile, o);

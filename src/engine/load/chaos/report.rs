@@ -13,6 +13,7 @@ use crate::engine::evidence::{self, Processes};
 use crate::engine::jepsen::Found;
 use crate::engine::load::pipeline::Outcome;
 use crate::engine::load::profile::{LoadProfile, Verdict};
+use crate::engine::load::server_kills::ServerKill;
 use crate::engine::nemesis::POWER_CUTS_NAME;
 use crate::engine::state::SQLITE;
 use crate::engine::Lab;
@@ -47,6 +48,18 @@ pub struct Report {
     pub duplicated: i64,
     pub problems: Vec<String>,
     pub evidence: Option<String>,
+    /// A lab on servers: the design run (`--variant`), the servers chaos killed and
+    /// restarted, and the roles' exits (69) the servers' loss caused. Absent when none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub variant: Option<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub server_kills: Vec<ServerKill>,
+    #[serde(skip_serializing_if = "is_zero")]
+    pub server_exits: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 /// The run's own problems beyond the lab's check: exits and hung processes.
@@ -105,6 +118,9 @@ impl Report {
             duplicated: verdict.duplicated,
             problems,
             evidence: o.out.as_deref().map(evidence::recorded_path),
+            variant: o.variant.clone(),
+            server_kills: outcome.server_kills.clone(),
+            server_exits: outcome.server_exits,
         }
     }
 }
@@ -183,6 +199,37 @@ fn anomalies(r: &Report) -> String {
         .join(", ")
 }
 
+/// `server kills: rabbitmq 2 (restarted in 4712 ms, 5021 ms); roles ended by it (exit 69) 5`
+pub fn server_line(r: &Report) -> Option<String> {
+    let first = r.server_kills.first()?;
+    let restarts: Vec<String> = r
+        .server_kills
+        .iter()
+        .map(|k| format!("{:.0} ms", k.restart_wall_ms))
+        .collect();
+    Some(format!(
+        "server kills: {} {} (restarted in {}); roles ended by its loss (exit 69) {}",
+        first.server.name(),
+        r.server_kills.len(),
+        restarts.join(", "),
+        r.server_exits
+    ))
+}
+
+/// `rate: 200 messages in 12.3 s, 16.3 messages/s` (end to end, kills and restarts included).
+pub fn rate_line(messages: usize, wall_ms: f64) -> String {
+    let per_s = if wall_ms > 0.0 {
+        messages as f64 * 1000.0 / wall_ms
+    } else {
+        0.0
+    };
+    format!(
+        "rate: {} in {:.1} s, {per_s:.1} messages/s end to end",
+        crate::out::plural(messages, "message", "messages"),
+        wall_ms / 1000.0
+    )
+}
+
 /// The report on stdout; `summary` holds the lab's lines for its counts.
 pub fn print(lab: &Lab, r: &Report, summary: &[String]) {
     crate::say!(
@@ -205,6 +252,13 @@ pub fn print(lab: &Lab, r: &Report, summary: &[String]) {
     if !by_role.is_empty() {
         crate::say!("kills by role: {}", by_role.join(", "));
     }
+    if let Some(line) = server_line(r) {
+        crate::say!("{line}");
+    }
+    if let Some(variant) = &r.variant {
+        crate::say!("design: variant {variant} (a known-broken one)");
+    }
+    crate::say!("{}", rate_line(r.messages, r.wall_ms));
     for line in summary {
         crate::say!("{line}");
     }
@@ -233,5 +287,22 @@ pub fn print(lab: &Lab, r: &Report, summary: &[String]) {
             crate::say!("  {p}");
         }
         crate::say!("FAIL");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_rate_is_messages_over_the_wall() {
+        assert_eq!(
+            rate_line(200, 8_000.0),
+            "rate: 200 messages in 8.0 s, 25.0 messages/s end to end"
+        );
+        assert_eq!(
+            rate_line(1, 0.0),
+            "rate: 1 message in 0.0 s, 0.0 messages/s end to end"
+        );
     }
 }

@@ -1,0 +1,190 @@
+//! `crashlab chaos 14 --stack postgres-rabbitmq` as a user runs it: private PostgreSQL and
+//! RabbitMQ servers, a sender, a publisher and consumers killed at seeded moments, the
+//! RabbitMQ node SIGKILLed and restarted mid-run; nothing lost, nothing applied twice, the
+//! evidence audits PASS and its kept rows agree with `sqlite3`; no server outlives the run.
+//! Bad input is one line, exit 2, and starts no server.
+//!
+//! One chaos run starts servers (one PostgreSQL, one RabbitMQ node, one restart of it); each
+//! run is bounded by its own --timeout-ms.
+
+mod common;
+// Shared with tests/stack_driver.rs, which uses all of it.
+#[allow(dead_code)]
+#[path = "stack_driver/place.rs"]
+mod place;
+
+use std::process::Command;
+
+use common::{code, json, stderr, stdout};
+use place::Place;
+
+const STACK: &[&str] = &["--stack", "postgres-rabbitmq"];
+const MESSAGES: i64 = 40;
+
+fn sqlite3(db: &std::path::Path, sql: &str) -> i64 {
+    let out = Command::new("sqlite3")
+        .arg("-bail")
+        .arg(db)
+        .arg(sql)
+        .output()
+        .expect("sqlite3 runs");
+    assert!(out.status.success(), "sqlite3: {}", stderr(&out));
+    stdout(&out).trim().parse().expect("one integer")
+}
+
+#[test]
+fn consumer_kills_and_a_broker_restart_lose_nothing_double_nothing_and_audit_pass() {
+    let place = Place::new("chaos");
+    let messages = MESSAGES.to_string();
+    let mut args = vec![
+        "chaos",
+        "14",
+        "--messages",
+        &messages,
+        "--consumers",
+        "3",
+        "--kills",
+        "4",
+        "--seed",
+        "3",
+        "--server-kills",
+        "1",
+        "--server",
+        "rabbitmq",
+        "--timeout-ms",
+        "180000",
+        "--process-timeout-ms",
+        "60000",
+        "--json",
+        "--out",
+        "c",
+    ];
+    args.extend_from_slice(STACK);
+    let out = place.run(&args);
+    assert_eq!(code(&out), 0, "{}\n{}", stdout(&out), stderr(&out));
+    let r: serde_json::Value = serde_json::from_str(stdout(&out).trim()).unwrap();
+    assert_eq!(r["ok"], true, "{r}");
+    assert_eq!(
+        (r["lost"].as_i64(), r["duplicated"].as_i64()),
+        (Some(0), Some(0))
+    );
+    assert_eq!(r["check"]["inbox"].as_i64(), Some(MESSAGES));
+    assert_eq!(r["check"]["queue_pending"].as_i64(), Some(0));
+    assert!(r["kills_done"].as_u64().unwrap() >= 1, "{r}");
+    // The broker was killed once and came back; the roles it took down were started again.
+    let kills = r["server_kills"].as_array().expect("server_kills");
+    assert_eq!(kills.len(), 1, "{r}");
+    assert_eq!(kills[0]["server"], "rabbitmq");
+    assert!(kills[0]["restart_wall_ms"].as_f64().unwrap() > 0.0);
+    let dir = place.path().join("c");
+    let processes = json(&dir.join("processes.json"));
+    let by_server: Vec<&serde_json::Value> = processes["processes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["crash_mode"] == "server-kill")
+        .collect();
+    assert_eq!(
+        by_server.len() as u64,
+        r["server_exits"].as_u64().unwrap_or(0)
+    );
+    assert!(by_server
+        .iter()
+        .all(|p| p["exit"] == 69 && p["expected_exit"] == 69));
+    let servers = json(&dir.join("servers.json"));
+    assert_eq!(servers["kills"].as_array().unwrap().len(), 1);
+    assert_eq!(
+        servers["kills"][0]["point"],
+        format!("chaos@{}", kills[0]["at_units"])
+    );
+    // The kept rows, read by another client: every message applied once, the ledger whole.
+    let receiver = dir.join("db/receiver");
+    assert_eq!(sqlite3(&receiver, "SELECT count(*) FROM inbox"), MESSAGES);
+    assert_eq!(
+        sqlite3(&receiver, "SELECT count(*) FROM ledger WHERE credits <> 1"),
+        0
+    );
+    assert_eq!(
+        sqlite3(&receiver, "SELECT sum(balance) FROM ledger"),
+        r["check"]["ledger_expected"].as_i64().unwrap()
+    );
+    assert_eq!(
+        sqlite3(&dir.join("db/messages"), "SELECT count(*) FROM messages"),
+        0
+    );
+    assert!(
+        !dir.join("db/stack.json").exists(),
+        "where the servers were is no evidence"
+    );
+    let audit = place.run(&["audit", "c"]);
+    assert_eq!(code(&audit), 0, "{}\n{}", stdout(&audit), stderr(&audit));
+    assert!(
+        stdout(&audit).contains("PASS: chaos 14"),
+        "{}",
+        stdout(&audit)
+    );
+    let left = place.settle();
+    assert!(left.is_empty(), "left running: {left:?}");
+}
+
+#[test]
+fn bad_input_is_one_line_exit_2_and_starts_no_server() {
+    let place = Place::new("chaosbad");
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &[
+                "--stack",
+                "postgres-rabbitmq",
+                "--server-kills",
+                "1",
+                "--server",
+                "rabbitmq",
+                "--amqp-url",
+                "amqp://guest:guest@127.0.0.1:1/%2f",
+            ],
+            "--server-kills 1 --server rabbitmq: that server is yours (--amqp-url); crashlab kills only servers it started",
+        ),
+        (
+            &["--stack", "postgres-rabbitmq", "--server-kills", "2"],
+            "--server-kills 2: name the server to kill with --server postgres|rabbitmq",
+        ),
+        (
+            &["--stack", "postgres-rabbitmq", "--server", "rabbitmq"],
+            "chaos --server rabbitmq: give --server-kills N",
+        ),
+        (
+            &["--server-kills", "1", "--server", "postgres"],
+            "--server-kills 1: lab 14 on stack sqlite has no servers (give --stack)",
+        ),
+        (
+            &["--stack", "postgres-rabbitmq", "--server-kills", "21", "--server", "rabbitmq"],
+            "--server-kills 21 is out of range (0 to 20)",
+        ),
+        (
+            &["--stack", "postgres-rabbitmq", "--variant", "fast"],
+            "--variant fast: lab 14 on stack postgres-rabbitmq has correct, async-commit, no-confirm, auto-ack, transient",
+        ),
+        (
+            &["--variant", "auto-ack"],
+            "--variant auto-ack: lab 14 on stack sqlite runs its own design only under chaos",
+        ),
+        (
+            &["--stack", "postgres-rabbitmq", "--crash-mode", "power-loss"],
+            "chaos --crash-mode power-loss: lab 14 on stack postgres-rabbitmq keeps its state in servers",
+        ),
+    ];
+    for (more, want) in cases {
+        let mut args = vec!["chaos", "14", "--messages", "5", "--out", "bad"];
+        args.extend_from_slice(more);
+        let out = place.run(&args);
+        let err = stderr(&out);
+        assert_eq!(code(&out), 2, "{more:?}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{more:?}: {err}");
+        assert!(err.starts_with("crashlab: "), "{err}");
+        assert!(err.contains(want), "{more:?}: {err}");
+        assert!(stdout(&out).is_empty());
+        assert!(!place.path().join("bad").exists() && !place.path().join("bad.partial").exists());
+    }
+    let left = place.settle();
+    assert!(left.is_empty(), "left running: {left:?}");
+}
