@@ -51,6 +51,10 @@ pub struct Args {
         conflicts_with = "lab"
     )]
     pub queues: Vec<String>,
+    /// The type of the queues the roles declare: classic (the default) or quorum; written into
+    /// stack.json
+    #[arg(long, value_enum, value_name = "TYPE")]
+    pub queue_type: Option<crate::engine::stack::QueueType>,
     /// The tag in the names crashlab_<TAG>_<name>; default: s<pid>
     #[arg(long, value_name = "TAG")]
     pub tag: Option<String>,
@@ -125,7 +129,16 @@ pub fn run(args: &Args) -> Result<i32> {
         .clone()
         .unwrap_or_else(|| format!("s{}", std::process::id()));
     crate::interrupt::catch()?;
-    let want = Want::of(def, args.pg_url.as_deref(), args.amqp_url.as_deref());
+    if args.queue_type.is_some() && def.queues.is_empty() {
+        return Err(fail::usage(format!(
+            "--queue-type: stack {} has no queue",
+            def.name
+        )));
+    }
+    let want = Want {
+        queue_type: args.queue_type.unwrap_or_default(),
+        ..Want::of(def, args.pg_url.as_deref(), args.amqp_url.as_deref())
+    };
     // The servers' own files live in a private temporary directory, never in --work.
     let private = tempfile::Builder::new()
         .prefix("crashlab-servers-")

@@ -263,7 +263,7 @@ impl Drop for Private {
 }
 
 /// Run `future` on a runtime of its own (the servers' calls are few and short).
-fn block_on<F: std::future::Future>(future: F) -> Result<F::Output> {
+pub(super) fn block_on<F: std::future::Future>(future: F) -> Result<F::Output> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -271,7 +271,7 @@ fn block_on<F: std::future::Future>(future: F) -> Result<F::Output> {
     Ok(runtime.block_on(future))
 }
 
-async fn connect(url: &str) -> Result<lapin::Connection> {
+pub(super) async fn connect(url: &str) -> Result<lapin::Connection> {
     let connecting = lapin::Connection::connect(url, lapin::ConnectionProperties::default());
     match tokio::time::timeout(Duration::from_millis(CONNECT_TIMEOUT_MS), connecting).await {
         Ok(connected) => Ok(connected?),
