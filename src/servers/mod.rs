@@ -11,10 +11,10 @@ pub mod command;
 pub mod names;
 pub mod ports;
 pub mod postgres;
+mod prepare;
 pub mod process;
 pub mod queues;
 pub mod rabbitmq;
-mod prepare;
 mod redact;
 pub mod shm;
 mod start;
@@ -238,6 +238,20 @@ impl Servers {
                 Some((Mq::Private(m), _)) => m.kill_node(),
                 Some((Mq::Given(_), _)) => Err(refuse_given(kind)),
                 None => Err(not_started(kind)),
+            },
+        }
+    }
+
+    /// Whether crashlab's private server of that kind is up (not killed); a given one always.
+    pub fn running(&self, kind: Kind) -> bool {
+        match kind {
+            Kind::Postgres => match &self.pg {
+                Some((Pg::Private(p), _)) => p.running(),
+                other => other.is_some(),
+            },
+            Kind::Rabbitmq => match &self.mq {
+                Some((Mq::Private(m), _)) => m.running(),
+                other => other.is_some(),
             },
         }
     }

@@ -83,29 +83,41 @@ pub fn purge(url: &str, names: &[&str]) -> Result<()> {
     })?
 }
 
-/// Whether the broker has every queue of `names` (a passive declare each, which changes
-/// nothing; a missing queue closes the channel, so each look has its own).
-pub fn all_present(url: &str, names: &[&str], queue_type: QueueType) -> Result<bool> {
+/// How long one queue may take to answer a look or a purge in `usable`.
+pub const USABLE_WAIT_MS: u64 = 5_000;
+
+/// Whether every queue of `names` is there and works: found by a passive declare and purged,
+/// each within `USABLE_WAIT_MS`. A queue that is missing (NOT_FOUND), refuses (a quorum
+/// queue whose Raft member never came back: INTERNAL_ERROR after the broker's own 30 s) or
+/// does not answer in time is not. Only an unreachable broker is an error.
+pub fn usable(url: &str, names: &[&str]) -> Result<bool> {
+    check_ours(names);
     block_on(async {
         let connection = connect(url).await.map_err(|e| unreachable(url, &e))?;
-        let mut present = true;
+        let limit = std::time::Duration::from_millis(USABLE_WAIT_MS);
+        let mut usable = true;
         for name in names {
-            let channel = connection.create_channel().await?;
-            let looked = channel
-                .queue_declare((*name).into(), options(true), arguments(queue_type))
-                .await;
-            match looked {
-                Ok(_) => {
-                    let _ = channel.close(200, "crashlab: looked".into()).await;
-                }
-                Err(e) if e.to_string().contains("NOT_FOUND") => {
-                    present = false;
-                    break;
-                }
-                Err(e) => return Err(anyhow::Error::new(e).context(format!("looking for {name}"))),
+            // A refused operation closes the channel (or the connection): each its own.
+            let Ok(channel) = connection.create_channel().await else {
+                usable = false;
+                break;
+            };
+            let looked = tokio::time::timeout(limit, async {
+                channel
+                    .queue_declare((*name).into(), options(true), FieldTable::default())
+                    .await?;
+                channel
+                    .queue_purge((*name).into(), QueuePurgeOptions::default())
+                    .await
+            })
+            .await;
+            if !matches!(looked, Ok(Ok(_))) {
+                usable = false;
+                break;
             }
+            let _ = channel.close(200, "crashlab: looked".into()).await;
         }
         let _ = connection.close(200, "crashlab: done".into()).await;
-        Ok(present)
+        Ok(usable)
     })?
 }

@@ -61,7 +61,10 @@ mod tests {
         let rabbitmq = Server::Rabbitmq;
         assert_eq!(design_of("a/rabbitmq", rabbitmq, classic), Some("a"));
         assert_eq!(design_of("a/rabbitmq", rabbitmq, quorum), Some("a"));
-        assert_eq!(design_of("a/rabbitmq/classic", rabbitmq, classic), Some("a"));
+        assert_eq!(
+            design_of("a/rabbitmq/classic", rabbitmq, classic),
+            Some("a")
+        );
         assert_eq!(design_of("a/rabbitmq/classic", rabbitmq, quorum), None);
         assert_eq!(design_of("a/rabbitmq/quorum", rabbitmq, quorum), Some("a"));
         assert_eq!(design_of("a/postgres", rabbitmq, classic), None);
