@@ -6,6 +6,7 @@
 
 mod common;
 #[path = "stack_driver/place.rs"]
+#[allow(dead_code)] // run_env is stack_driver's
 mod place;
 
 use common::{code, stderr, stdout};
