@@ -15,6 +15,7 @@ mod prepare;
 pub mod process;
 pub mod queues;
 pub mod rabbitmq;
+mod ready;
 mod redact;
 pub mod shm;
 mod start;
