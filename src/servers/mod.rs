@@ -136,6 +136,9 @@ pub struct Servers {
     /// Logical queue -> the run's one queue of that name, once `settle` made it: every
     /// `prepare` then names it (purged) instead of a fresh one.
     settled: Option<BTreeMap<String, String>>,
+    /// With settled quorum queues: an empty queue of the run's own, settled with them, whose
+    /// answering a purge after a restart says the node's Raft leaders are back.
+    probe: Option<String>,
 }
 
 /// A scoped thread's result; its panic goes on in this thread.
@@ -189,6 +192,7 @@ impl Servers {
             launcher,
             queue_type: want.queue_type,
             settled: None,
+            probe: None,
         };
         // Whichever started is kept in `servers` first, so that an error of the other drops
         // (kills) it on the way out.
@@ -277,6 +281,9 @@ impl Servers {
             Ok(()) => {
                 let wall_ms = since_ms(started);
                 startup.restart_wall_ms.push(wall_ms);
+                if kind == Kind::Rabbitmq {
+                    self.await_leaders()?;
+                }
                 Ok(wall_ms)
             }
             Err(StartError::PortTaken) => Err(fail::unavailable(format!(

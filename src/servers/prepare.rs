@@ -7,7 +7,7 @@ use std::path::Path;
 use anyhow::Result;
 
 use super::{names, postgres, queues, rabbitmq, Kind, Mq, Pg, Servers};
-use crate::engine::stack::StackDef;
+use crate::engine::stack::{QueueType, StackDef};
 use crate::fail;
 use crate::stackfile::StackFile;
 
@@ -16,6 +16,8 @@ use crate::stackfile::StackFile;
 /// 3.10.8: a classic queue killed at once is lost about once in twenty; a quorum queue killed
 /// at once comes back broken, left 8 s it comes back whole.
 const SETTLE_WAIT_MS: [u64; 4] = [1_000, 3_000, 8_000, 16_000];
+/// How long the Raft leaders of settled quorum queues may take to come back after a restart.
+const LEADERS_WAIT_MS: u64 = 60_000;
 
 impl Servers {
     /// Fresh databases and queues of `def` for one scenario or case, tagged `tag` (a short
@@ -120,6 +122,27 @@ impl Servers {
         Ok(())
     }
 
+    /// After a restart of the broker, with settled quorum queues: wait (bounded) until the
+    /// probe queue answers a purge, that is until the node's Raft leaders are elected again.
+    /// Before that a quorum queue answers a passive declare with 0 messages, and a case's
+    /// recovery would read its full queue as empty.
+    pub(super) fn await_leaders(&self) -> Result<()> {
+        let (Some(probe), Some(url)) = (&self.probe, self.amqp_url()) else {
+            return Ok(());
+        };
+        let deadline =
+            std::time::Instant::now() + std::time::Duration::from_millis(LEADERS_WAIT_MS);
+        while !queues::usable(&url, &[probe.as_str()])? {
+            if std::time::Instant::now() >= deadline {
+                return Err(fail::unavailable(format!(
+                    "RabbitMQ: the quorum queues had no leader {LEADERS_WAIT_MS} ms after the restart"
+                )));
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        Ok(())
+    }
+
     /// Make the run's queues of `def` once, named with `tag`, so that they survive a kill of
     /// the broker: declared, left a moment, then the node SIGKILLed and restarted, then
     /// looked for and purged; a queue the restart lost or broke is given up and a fresh one
@@ -147,13 +170,20 @@ impl Servers {
                 let name = names::of(&format!("{tag}a{attempt}"), logical)?;
                 settled.insert(logical.to_string(), name);
             }
-            let names: Vec<&str> = settled.values().map(String::as_str).collect();
+            // A quorum queue's count is its Raft leader's: a probe queue tells when the
+            // leaders are back after each restart (`await_leaders`).
+            let probe = (self.queue_type == QueueType::Quorum)
+                .then(|| names::of(&format!("{tag}a{attempt}"), "probe"))
+                .transpose()?;
+            let mut names: Vec<&str> = settled.values().map(String::as_str).collect();
+            names.extend(probe.as_deref());
             rabbitmq::delete_queues(&url, &names)?;
             queues::declare(&url, &names, self.queue_type)?;
             std::thread::sleep(std::time::Duration::from_millis(*wait_ms));
             self.restart(Kind::Rabbitmq)?;
             if queues::usable(&url, &names)? {
                 self.settled = Some(settled);
+                self.probe = probe;
                 return Ok(());
             }
         }
