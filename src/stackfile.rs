@@ -25,6 +25,10 @@ pub struct StackFile {
     pub amqp_url: Option<String>,
     /// Logical queue (`messages`) → this scenario's own queue name.
     pub queues: BTreeMap<String, String>,
+    /// The queues' type (`x-queue-type`): every role declares them with it (a declare with
+    /// other arguments is refused by the broker). Absent in a file of an older run: classic.
+    #[serde(default)]
+    pub queue_type: crate::engine::stack::QueueType,
 }
 
 /// Read `stack.json` in `dir`; one line naming the file when it is missing or malformed.

@@ -70,6 +70,8 @@ fn both_servers_answer_psql_survive_kill_and_restart_and_end_with_stdin() {
         0,
         "a killed server answers nothing"
     );
+    // A second kill finds nothing running, and says so (on stderr) instead of `killed`.
+    run.send("kill postgres");
     run.send("restart postgres");
     run.expect("restarted postgres wall_ms=");
     assert_eq!(psql(&sender, "SELECT x FROM t"), (0, "7\n".to_string()));
@@ -109,6 +111,7 @@ fn both_servers_answer_psql_survive_kill_and_restart_and_end_with_stdin() {
     let (files, segments) = pg_shared_memory(&place.tmp);
     let (exit, errors) = run.finish();
     assert_eq!(exit, 0, "{errors}");
+    assert!(errors.contains("postgres is not running"), "{errors}");
     assert_eq!(shared_memory_left(&files, &segments), Vec::<String>::new());
     assert_eq!(
         gone_under(&place.tmp),
@@ -230,6 +233,16 @@ fn bad_input_is_one_line_and_exit_2() {
         .unwrap();
     assert_eq!(code(&output), 2, "{}", stderr(&output));
     assert!(stderr(&output).contains("missing"), "{}", stderr(&output));
+    // Names are checked before anything starts: with PostgreSQL's programs missing, a bad tag
+    // or a name given twice is the answer (2), not the missing programs (69).
+    let nowhere = place.tmp.join("nowhere");
+    let env: &[(&str, &Path)] = &[("CRASHLAB_PG_BIN", &nowhere)];
+    let (exit, errors) = servers_once(&place, &["--databases", "a", "--tag", "Bad"], env);
+    assert_eq!(exit, 2, "{errors}");
+    assert!(errors.contains("'Bad'"), "{errors}");
+    let (exit, errors) = servers_once(&place, &["--databases", "a,b", "--queues", "a"], env);
+    assert_eq!(exit, 2, "{errors}");
+    assert!(errors.contains("'a' is named twice"), "{errors}");
     nothing_left(&place);
 }
 

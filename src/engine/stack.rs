@@ -36,6 +36,38 @@ pub struct StackArgs {
     /// With --crash-mode server-kill: the server killed (and restarted) at every armed point
     #[arg(long, value_enum)]
     pub server: Option<Server>,
+    /// The type of the lab's RabbitMQ queue: classic (the default) or quorum (Raft-replicated,
+    /// every message on disk); durable either way
+    #[arg(long, value_enum, value_name = "TYPE")]
+    pub queue_type: Option<QueueType>,
+}
+
+/// The type of a RabbitMQ queue a lab declares (its `x-queue-type`); durable either way.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    Default,
+    PartialEq,
+    Eq,
+    clap::ValueEnum,
+    serde::Serialize,
+    serde::Deserialize,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum QueueType {
+    #[default]
+    Classic,
+    Quorum,
+}
+
+impl QueueType {
+    pub fn name(self) -> &'static str {
+        match self {
+            QueueType::Classic => "classic",
+            QueueType::Quorum => "quorum",
+        }
+    }
 }
 
 /// The stack name of a lab on SQLite files alone.
@@ -58,6 +90,10 @@ impl StackArgs {
         if let Some(server) = self.server {
             flags.push("--server".to_string());
             flags.push(server.name().to_string());
+        }
+        if let Some(queue_type) = self.queue_type {
+            flags.push("--queue-type".to_string());
+            flags.push(queue_type.name().to_string());
         }
         flags
     }

@@ -51,6 +51,10 @@ pub struct Args {
         conflicts_with = "lab"
     )]
     pub queues: Vec<String>,
+    /// The type of the queues the roles declare: classic (the default) or quorum; written into
+    /// stack.json
+    #[arg(long, value_enum, value_name = "TYPE")]
+    pub queue_type: Option<crate::engine::stack::QueueType>,
     /// The tag in the names crashlab_<TAG>_<name>; default: s<pid>
     #[arg(long, value_name = "TAG")]
     pub tag: Option<String>,
@@ -73,6 +77,15 @@ fn stack_of(args: &Args) -> Result<&'static StackDef> {
                 .collect();
             Box::leak(names.into_boxed_slice())
         };
+        // One logical name, one store: a repeated name would be one database made twice.
+        let mut seen = std::collections::BTreeSet::new();
+        for name in args.databases.iter().chain(&args.queues) {
+            if !seen.insert(name.as_str()) {
+                return Err(fail::usage(format!(
+                    "servers: '{name}' is named twice in --databases/--queues"
+                )));
+            }
+        }
         let name: &'static str = match (args.databases.is_empty(), args.queues.is_empty()) {
             (false, false) => "postgres-rabbitmq",
             (false, true) => "postgres",
@@ -124,8 +137,21 @@ pub fn run(args: &Args) -> Result<i32> {
         .tag
         .clone()
         .unwrap_or_else(|| format!("s{}", std::process::id()));
+    // Every name is checked before a server starts (seconds): a bad tag is refused at once.
+    for logical in def.databases.iter().chain(def.queues) {
+        super::names::of(&tag, logical)?;
+    }
     crate::interrupt::catch()?;
-    let want = Want::of(def, args.pg_url.as_deref(), args.amqp_url.as_deref());
+    if args.queue_type.is_some() && def.queues.is_empty() {
+        return Err(fail::usage(format!(
+            "--queue-type: stack {} has no queue",
+            def.name
+        )));
+    }
+    let want = Want {
+        queue_type: args.queue_type.unwrap_or_default(),
+        ..Want::of(def, args.pg_url.as_deref(), args.amqp_url.as_deref())
+    };
     // The servers' own files live in a private temporary directory, never in --work.
     let private = tempfile::Builder::new()
         .prefix("crashlab-servers-")
@@ -183,6 +209,12 @@ fn answer(servers: &mut Servers, line: &str) {
         [verb @ ("kill" | "restart"), server] => match Kind::parse(server) {
             None => Err(fail::usage(format!(
                 "unknown server '{server}' (postgres, rabbitmq)"
+            ))),
+            // A second kill finds nothing to kill: say so rather than `killed` again.
+            Some(kind) if *verb == "kill" && !servers.running(kind) => Err(fail::usage(format!(
+                "{} is not running (killed; `restart {}` starts it again)",
+                kind.name(),
+                kind.name()
             ))),
             Some(kind) if *verb == "kill" => servers
                 .kill(kind)

@@ -11,8 +11,11 @@ pub mod command;
 pub mod names;
 pub mod ports;
 pub mod postgres;
+mod prepare;
 pub mod process;
+pub mod queues;
 pub mod rabbitmq;
+mod ready;
 mod redact;
 pub mod shm;
 mod start;
@@ -35,9 +38,8 @@ use std::time::Instant;
 use anyhow::Result;
 use serde::Serialize;
 
-use crate::engine::stack::StackDef;
+use crate::engine::stack::QueueType;
 use crate::fail;
-use crate::stackfile::StackFile;
 use postgres::StartError;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -74,6 +76,9 @@ pub struct Want<'a> {
     /// databases and queues crashlab creates (names starting `crashlab_`).
     pub pg_url: Option<&'a str>,
     pub amqp_url: Option<&'a str>,
+    /// The type of the queues crashlab declares (`prepare`, `settle`) and writes into
+    /// `stack.json` for the roles.
+    pub queue_type: QueueType,
 }
 
 impl<'a> Want<'a> {
@@ -90,6 +95,7 @@ impl<'a> Want<'a> {
             pg_settings: def.pg_settings,
             pg_url,
             amqp_url,
+            queue_type: QueueType::Classic,
         }
     }
 }
@@ -126,6 +132,13 @@ pub struct Servers {
     pg: Option<(Pg, Startup)>,
     mq: Option<(Mq, Startup)>,
     launcher: process::Launcher,
+    queue_type: QueueType,
+    /// Logical queue -> the run's one queue of that name, once `settle` made it: every
+    /// `prepare` then names it (purged) instead of a fresh one.
+    settled: Option<BTreeMap<String, String>>,
+    /// With settled quorum queues: an empty queue of the run's own, settled with them, whose
+    /// answering a purge after a restart says the node's Raft leaders are back.
+    probe: Option<String>,
 }
 
 /// A scoped thread's result; its panic goes on in this thread.
@@ -177,6 +190,9 @@ impl Servers {
             pg: None,
             mq: None,
             launcher,
+            queue_type: want.queue_type,
+            settled: None,
+            probe: None,
         };
         // Whichever started is kept in `servers` first, so that an error of the other drops
         // (kills) it on the way out.
@@ -191,94 +207,6 @@ impl Servers {
         };
         servers.mq = mq?;
         Ok(servers)
-    }
-
-    /// Fresh databases and queues of `def` for one scenario or case, tagged `tag` (a short
-    /// [a-z0-9_] string unique in the run), and `stack.json` written into `work`. Queues are
-    /// deleted if a leftover has the name, never declared: the lab's roles declare them with
-    /// the properties under test (durable or not, classic or quorum).
-    pub fn prepare(&self, def: &StackDef, tag: &str, work: &Path) -> Result<StackFile> {
-        // Every name and server is checked before anything is made.
-        let amqp_url = self.amqp_url();
-        if !def.databases.is_empty() && self.pg.is_none()
-            || !def.queues.is_empty() && amqp_url.is_none()
-        {
-            return Err(fail::failed(format!(
-                "stack {} needs a server that was not started",
-                def.name
-            )));
-        }
-        let mut file = StackFile {
-            stack: def.name.to_string(),
-            postgres: BTreeMap::new(),
-            amqp_url,
-            queues: BTreeMap::new(),
-        };
-        let admin_url = self.pg.as_ref().map(|(pg, _)| match pg {
-            Pg::Private(p) => p.url("postgres"),
-            Pg::Given(url) => url.clone(),
-        });
-        let mut databases = Vec::new();
-        for logical in def.databases {
-            let name = names::of(tag, logical)?;
-            let url = postgres::database_url(admin_url.as_deref().unwrap_or_default(), &name)?;
-            file.postgres.insert(logical.to_string(), url);
-            databases.push(name);
-        }
-        for logical in def.queues {
-            file.queues
-                .insert(logical.to_string(), names::of(tag, logical)?);
-        }
-        let made = (|| {
-            if let Some(admin_url) = &admin_url {
-                let mut client = postgres::admin(admin_url)?;
-                for name in &databases {
-                    postgres::create_database(&mut client, name)?;
-                }
-            }
-            if let Some(url) = &file.amqp_url {
-                let names: Vec<&str> = file.queues.values().map(String::as_str).collect();
-                rabbitmq::delete_queues(url, &names)?;
-            }
-            crate::stackfile::write(work, &file)
-        })();
-        match made {
-            Ok(()) => Ok(file),
-            Err(e) => {
-                // Nothing half made is left behind: the databases made so far are dropped.
-                let _ = self.release(&file);
-                Err(e)
-            }
-        }
-    }
-
-    /// Drop what `prepare` made (databases dropped, queues deleted).
-    pub fn release(&self, file: &StackFile) -> Result<()> {
-        if !file.postgres.is_empty() {
-            if let Some((pg, _)) = &self.pg {
-                let admin_url = match pg {
-                    Pg::Private(p) => p.url("postgres"),
-                    Pg::Given(url) => url.clone(),
-                };
-                let mut client = postgres::admin(&admin_url)?;
-                for url in file.postgres.values() {
-                    let name = database_of(url);
-                    if names::ours(name) {
-                        postgres::drop_database(&mut client, name)?;
-                    }
-                }
-            }
-        }
-        if let Some(url) = &file.amqp_url {
-            let names: Vec<&str> = file
-                .queues
-                .values()
-                .map(String::as_str)
-                .filter(|n| names::ours(n))
-                .collect();
-            rabbitmq::delete_queues(url, &names)?;
-        }
-        Ok(())
     }
 
     /// Did crashlab start every server it has (none given by URL)?
@@ -319,6 +247,20 @@ impl Servers {
         }
     }
 
+    /// Whether crashlab's private server of that kind is up (not killed); a given one always.
+    pub fn running(&self, kind: Kind) -> bool {
+        match kind {
+            Kind::Postgres => match &self.pg {
+                Some((Pg::Private(p), _)) => p.running(),
+                other => other.is_some(),
+            },
+            Kind::Rabbitmq => match &self.mq {
+                Some((Mq::Private(m), _)) => m.running(),
+                other => other.is_some(),
+            },
+        }
+    }
+
     /// Start it again on the same port and data (killed first if it still runs), and wait
     /// until it is ready (bounded). Returns the restart's wall_ms.
     pub fn restart(&mut self, kind: Kind) -> Result<u64> {
@@ -339,6 +281,9 @@ impl Servers {
             Ok(()) => {
                 let wall_ms = since_ms(started);
                 startup.restart_wall_ms.push(wall_ms);
+                if kind == Kind::Rabbitmq {
+                    self.await_leaders()?;
+                }
                 Ok(wall_ms)
             }
             Err(StartError::PortTaken) => Err(fail::unavailable(format!(
@@ -381,7 +326,7 @@ impl Drop for Servers {
     }
 }
 
-fn refuse_given(kind: Kind) -> anyhow::Error {
+pub(crate) fn refuse_given(kind: Kind) -> anyhow::Error {
     let option = match kind {
         Kind::Postgres => "--pg-url",
         Kind::Rabbitmq => "--amqp-url",
@@ -392,7 +337,7 @@ fn refuse_given(kind: Kind) -> anyhow::Error {
     ))
 }
 
-fn not_started(kind: Kind) -> anyhow::Error {
+pub(crate) fn not_started(kind: Kind) -> anyhow::Error {
     fail::usage(format!("{}: this stack has no such server", kind.name()))
 }
 

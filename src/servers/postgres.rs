@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 
 use super::process::{self, Launcher};
+use super::ready::Waited;
 use super::{binaries, ports};
 use crate::fail;
 
@@ -140,40 +141,36 @@ impl Private {
             .spawn(command)
             .map_err(|e| StartError::Other(anyhow::Error::new(e).context("starting postgres")))?;
         self.child = Some(child);
-        let deadline = Instant::now() + Duration::from_millis(READY_WAIT_MS);
-        loop {
-            let exited = self
-                .child
-                .as_mut()
-                .expect("started above")
-                .try_wait()
-                .map_err(|e| StartError::Other(e.into()))?;
-            if let Some(status) = exited {
+        let url = self.url("postgres");
+        let child = self.child.as_mut().expect("started above");
+        let waited = super::ready::wait(child, READY_WAIT_MS, 20, true, || {
+            connect(&url, 1_000).is_ok()
+        })
+        .map_err(StartError::Other)?;
+        match waited {
+            Waited::Ready => Ok(()),
+            Waited::Exited(status) => {
                 self.child = None;
                 let log = tail(&self.home.join("postgres.log"));
                 if !ports::free(port) || log.contains("Address already in use") {
                     return Err(StartError::PortTaken);
                 }
-                return Err(StartError::Other(fail::unavailable(format!(
+                Err(StartError::Other(fail::unavailable(format!(
                     "postgres exited while starting ({status}): {log}"
-                ))));
+                ))))
             }
-            if connect(&self.url("postgres"), 1_000).is_ok() {
-                return Ok(());
-            }
-            // SIGINT or SIGTERM while the server boots: stop waiting (the caller kills it).
-            if let Some(signal) = crate::interrupt::caught() {
+            // SIGINT or SIGTERM while the server boots: stop waiting, and kill it.
+            Waited::Interrupted(signal) => {
                 let _ = self.kill();
-                return Err(StartError::Other(super::interrupted("postgres", signal)));
+                Err(StartError::Other(super::interrupted("postgres", signal)))
             }
-            if Instant::now() >= deadline {
+            Waited::TimedOut => {
                 let _ = self.kill();
-                return Err(StartError::Other(fail::unavailable(format!(
+                Err(StartError::Other(fail::unavailable(format!(
                     "postgres did not accept connections within {READY_WAIT_MS} ms: {}",
                     tail(&self.home.join("postgres.log"))
-                ))));
+                ))))
             }
-            std::thread::sleep(Duration::from_millis(20));
         }
     }
 

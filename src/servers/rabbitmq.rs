@@ -11,12 +11,13 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::{Context, Result};
 
 use super::postgres::{tail, StartError};
 use super::process::{self, Launcher};
+use super::ready::Waited;
 use super::{binaries, ports};
 use crate::fail;
 
@@ -99,27 +100,23 @@ impl Private {
             .spawn(command)
             .map_err(|e| StartError::Other(anyhow::Error::new(e).context("starting epmd")))?;
         self.epmd = Some(child);
-        let deadline = Instant::now() + Duration::from_millis(EPMD_WAIT_MS);
-        loop {
-            let epmd = self.epmd.as_mut().expect("started above");
-            if epmd
-                .try_wait()
-                .map_err(|e| StartError::Other(e.into()))?
-                .is_some()
-            {
+        let port = self.epmd_port;
+        let epmd = self.epmd.as_mut().expect("started above");
+        let waited = super::ready::wait(epmd, EPMD_WAIT_MS, 10, false, || ports::accepts(port))
+            .map_err(StartError::Other)?;
+        match waited {
+            Waited::Ready => Ok(()),
+            // It exits at once when another epmd has the port.
+            Waited::Exited(_) => {
                 self.epmd = None;
-                return Err(StartError::PortTaken);
+                Err(StartError::PortTaken)
             }
-            if ports::accepts(self.epmd_port) {
-                return Ok(());
-            }
-            if Instant::now() >= deadline {
+            Waited::Interrupted(_) | Waited::TimedOut => {
                 let _ = self.kill_all();
-                return Err(StartError::Other(fail::unavailable(format!(
+                Err(StartError::Other(fail::unavailable(format!(
                     "epmd did not listen within {EPMD_WAIT_MS} ms"
-                ))));
+                ))))
             }
-            std::thread::sleep(Duration::from_millis(10));
         }
     }
 
@@ -177,15 +174,16 @@ impl Private {
         })?;
         self.child = Some(child);
         let url = self.url();
-        let deadline = Instant::now() + Duration::from_millis(READY_WAIT_MS);
-        loop {
-            let exited = self
-                .child
-                .as_mut()
-                .expect("started above")
-                .try_wait()
-                .map_err(|e| StartError::Other(e.into()))?;
-            if let Some(status) = exited {
+        let port = self.port;
+        let child = self.child.as_mut().expect("started above");
+        // The listener opens at the end of the boot: a TCP accept is nearly ready.
+        let waited = super::ready::wait(child, READY_WAIT_MS, 50, true, || {
+            ports::accepts(port) && reach(&url).is_ok()
+        })
+        .map_err(StartError::Other)?;
+        match waited {
+            Waited::Ready => Ok(()),
+            Waited::Exited(status) => {
                 self.child = None;
                 let log = tail(&log_path);
                 if !ports::free(self.port)
@@ -194,28 +192,23 @@ impl Private {
                 {
                     return Err(StartError::PortTaken);
                 }
-                return Err(StartError::Other(fail::unavailable(format!(
+                Err(StartError::Other(fail::unavailable(format!(
                     "rabbitmq-server exited while starting ({status}): {log}"
-                ))));
-            }
-            // The listener opens at the end of the boot: a TCP accept is nearly ready.
-            if ports::accepts(self.port) && reach(&url).is_ok() {
-                return Ok(());
+                ))))
             }
             // SIGINT or SIGTERM while the node boots (seconds, more under load): stop
             // waiting at once; the node is killed on the way out.
-            if let Some(signal) = crate::interrupt::caught() {
+            Waited::Interrupted(signal) => {
                 let _ = self.kill_node();
-                return Err(StartError::Other(super::interrupted("rabbitmq", signal)));
+                Err(StartError::Other(super::interrupted("rabbitmq", signal)))
             }
-            if Instant::now() >= deadline {
+            Waited::TimedOut => {
                 let _ = self.kill_node();
-                return Err(StartError::Other(fail::unavailable(format!(
+                Err(StartError::Other(fail::unavailable(format!(
                     "RabbitMQ did not take an AMQP connection within {READY_WAIT_MS} ms: {}",
                     tail(&log_path)
-                ))));
+                ))))
             }
-            std::thread::sleep(Duration::from_millis(50));
         }
     }
 
@@ -263,7 +256,7 @@ impl Drop for Private {
 }
 
 /// Run `future` on a runtime of its own (the servers' calls are few and short).
-fn block_on<F: std::future::Future>(future: F) -> Result<F::Output> {
+pub(super) fn block_on<F: std::future::Future>(future: F) -> Result<F::Output> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -271,7 +264,7 @@ fn block_on<F: std::future::Future>(future: F) -> Result<F::Output> {
     Ok(runtime.block_on(future))
 }
 
-async fn connect(url: &str) -> Result<lapin::Connection> {
+pub(super) async fn connect(url: &str) -> Result<lapin::Connection> {
     let connecting = lapin::Connection::connect(url, lapin::ConnectionProperties::default());
     match tokio::time::timeout(Duration::from_millis(CONNECT_TIMEOUT_MS), connecting).await {
         Ok(connected) => Ok(connected?),

@@ -207,6 +207,8 @@ pub struct Run<'a> {
     pub session: Option<&'a crate::engine::fleet::Session>,
     /// Under server kills: the server killed at every armed point.
     pub server: Option<crate::engine::stack::Server>,
+    /// A lab on a broker: its queues' type (server-kill predictions may differ by it).
+    pub queue_type: crate::engine::stack::QueueType,
 }
 
 pub fn command(args: &Args, recorded: Vec<String>) -> Result<i32> {
@@ -277,6 +279,7 @@ pub fn command(args: &Args, recorded: Vec<String>) -> Result<i32> {
         power: &power,
         session: session.as_ref(),
         server: args.stack.server,
+        queue_type: args.stack.queue_type.unwrap_or_default(),
     };
     let result = report::explore(lab, plan, nemesis, &run, &partial);
     let result = match (result, session) {

@@ -167,7 +167,7 @@ pub fn explore(
     };
     let predictions = match (run.power.is_empty(), run.server) {
         (false, _) => plan.power_predictions(),
-        (true, Some(server)) => super::server_kill::predictions(plan, server),
+        (true, Some(server)) => super::server_kill::predictions(plan, server, run.queue_type),
         (true, None) => plan.predictions(),
     };
     let bar = progress();

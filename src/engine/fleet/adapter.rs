@@ -37,6 +37,10 @@ impl Fleet for Servers {
         Servers::restart(self, kind(server)).map(|_| ())
     }
 
+    fn settle(&mut self, def: &StackDef, tag: &str) -> Result<()> {
+        Servers::settle(self, def, tag)
+    }
+
     fn startups(&self) -> serde_json::Value {
         serde_json::to_value(Servers::startups(self)).unwrap_or_default()
     }
@@ -48,6 +52,9 @@ impl Fleet for Servers {
 
 /// Start (or reach) the servers of `def` under `dir`.
 pub fn start(def: &StackDef, args: &StackArgs, dir: &Path) -> Result<Box<dyn Fleet>> {
-    let want = Want::of(def, args.pg_url.as_deref(), args.amqp_url.as_deref());
+    let want = Want {
+        queue_type: args.queue_type.unwrap_or_default(),
+        ..Want::of(def, args.pg_url.as_deref(), args.amqp_url.as_deref())
+    };
     Ok(Box::new(Servers::start(&want, dir)?))
 }

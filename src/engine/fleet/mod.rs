@@ -14,7 +14,7 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 use serde::Serialize;
 
-use crate::engine::stack::{Server, StackArgs, StackDef};
+use crate::engine::stack::{QueueType, Server, StackArgs, StackDef};
 use crate::engine::Lab;
 use crate::fail;
 use crate::stackfile::StackFile;
@@ -32,6 +32,9 @@ pub trait Fleet: Send {
     fn private(&self) -> bool;
     fn kill(&mut self, server: Server) -> Result<()>;
     fn restart(&mut self, server: Server) -> Result<()>;
+    /// Make the run's queues once so that they survive a broker kill; every later `prepare`
+    /// names them (purged) instead of fresh ones.
+    fn settle(&mut self, def: &StackDef, tag: &str) -> Result<()>;
     /// Per server: version, port, private or given, start wall_ms, restarts (no path).
     fn startups(&self) -> serde_json::Value;
     fn stop(self: Box<Self>) -> Result<()>;
@@ -60,6 +63,10 @@ fn slot() -> std::sync::MutexGuard<'static, Option<Slot>> {
 /// The servers of a run; dropping it stops them.
 pub struct Session {
     def: &'static StackDef,
+    /// `--queue-type`, for `servers.json`.
+    queue_type: QueueType,
+    /// Whether the run's queues were settled (made once, surviving a broker kill).
+    settled: bool,
     /// The servers' private directory (data, sockets, logs): never inside the evidence.
     dir: tempfile::TempDir,
 }
@@ -77,11 +84,15 @@ pub fn check(lab: &Lab, args: &StackArgs) -> Result<()> {
     match lab.stack {
         None if args.pg_url.is_some() => refuse("--pg-url", "PostgreSQL"),
         None if args.amqp_url.is_some() => refuse("--amqp-url", "RabbitMQ"),
+        None if args.queue_type.is_some() => refuse("--queue-type", "RabbitMQ queue"),
         Some(def) if def.databases.is_empty() && args.pg_url.is_some() => {
             refuse("--pg-url", "PostgreSQL")
         }
         Some(def) if def.queues.is_empty() && args.amqp_url.is_some() => {
             refuse("--amqp-url", "RabbitMQ")
+        }
+        Some(def) if def.queues.is_empty() && args.queue_type.is_some() => {
+            refuse("--queue-type", "RabbitMQ queue")
         }
         _ => Ok(()),
     }
@@ -98,7 +109,14 @@ impl Session {
             .prefix("crashlab-servers-")
             .tempdir()
             .context("creating the servers' directory")?;
-        let fleet = adapter::start(def, args, dir.path())?;
+        let mut fleet = adapter::start(def, args, dir.path())?;
+        // A run that kills the broker runs every case on queues that survived a kill before
+        // the first case: a queue lost because its declare was not yet durable would read
+        // as a message the design lost (docs/lab-14-stack.md).
+        let settled = args.server == Some(Server::Rabbitmq) && !def.queues.is_empty();
+        if settled {
+            fleet.settle(def, &tag("q", 0))?;
+        }
         let mut held = slot();
         // One run per process: a second session would share the nemesis's slot.
         assert!(held.is_none(), "one run's servers at a time");
@@ -106,7 +124,12 @@ impl Session {
             fleet,
             kills: Vec::new(),
         });
-        Ok(Some(Session { def, dir }))
+        Ok(Some(Session {
+            def,
+            queue_type: args.queue_type.unwrap_or_default(),
+            settled,
+            dir,
+        }))
     }
 
     pub fn def(&self) -> &'static StackDef {
@@ -136,11 +159,16 @@ impl Session {
     pub fn record(&self) -> serde_json::Value {
         let held = slot();
         let slot = held.as_ref().expect("a session holds its servers");
-        serde_json::json!({
+        let mut record = serde_json::json!({
             "stack": self.def.name,
             "servers": slot.fleet.startups(),
             "kills": slot.kills,
-        })
+        });
+        if !self.def.queues.is_empty() {
+            record["queue_type"] = self.queue_type.name().into();
+            record["queues_settled"] = self.settled.into();
+        }
+        record
     }
 
     pub fn write(&self, dir: &Path) -> Result<()> {

@@ -42,6 +42,8 @@ pub struct Broker {
     logical: String,
     /// Publishes on this channel so far: in confirm mode the broker tags them 1, 2, …
     published: u64,
+    /// The queue's type, from `stack.json`: every declare carries it.
+    queue_type: crate::engine::stack::QueueType,
 }
 
 /// A message taken from the queue, not yet acked (unless taken with auto-ack).
@@ -134,6 +136,7 @@ impl Broker {
             queue,
             logical: name.to_string(),
             published: 0,
+            queue_type: file.queue_type,
         };
         if declare {
             broker.declare()?;
@@ -141,19 +144,25 @@ impl Broker {
         Ok(broker)
     }
 
-    /// Declare the queue (durable, no arguments).
+    /// Declare the queue: durable, `x-queue-type` from `stack.json` (the arguments
+    /// `crashlab servers` and the engine declare it with too), and say so in the trace.
     fn declare(&mut self) -> Result<()> {
-        let options = QueueDeclareOptions {
-            durable: true,
-            ..QueueDeclareOptions::default()
-        };
         bound(
             &self.runtime,
             &format!("queue.declare {}", self.logical),
             OPERATION_TIMEOUT_MS,
-            self.channel
-                .queue_declare(self.queue.as_str().into(), options, FieldTable::default()),
+            self.channel.queue_declare(
+                self.queue.as_str().into(),
+                crate::servers::queues::options(false),
+                crate::servers::queues::arguments(self.queue_type),
+            ),
         )?;
+        out::line(&format!(
+            "DECLARED queue={} durable=true type={}",
+            self.logical,
+            self.queue_type.name()
+        ));
+        out::flush();
         Ok(())
     }
 

@@ -78,6 +78,7 @@ pub const REPLAY: LabReplay = LabReplay {
         "REJECTED",
         "RACE",
         "ENQUEUED",
+        "DECLARED",
         "AMQP",
     ],
     claims,

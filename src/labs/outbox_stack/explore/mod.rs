@@ -175,6 +175,12 @@ mod tests {
             if let Some(server) = p.variant.split('/').nth(1) {
                 assert!(["postgres", "rabbitmq"].contains(&server), "{}", p.variant);
             }
+            // A queue type only after the broker, whose queue it is.
+            if let Some(queue_type) = p.variant.split('/').nth(2) {
+                assert!(p.variant.contains("/rabbitmq/"), "{}", p.variant);
+                assert!(["classic", "quorum"].contains(&queue_type), "{}", p.variant);
+                assert_eq!(p.variant.split('/').count(), 3, "{}", p.variant);
+            }
             for at in p.at {
                 assert!(
                     super::super::points::POINTS

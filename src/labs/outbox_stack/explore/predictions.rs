@@ -45,8 +45,11 @@ pub static SERVER_PREDICTIONS: &[Prediction] = &[
         says: "lost effect (acked on delivery, before it was applied)",
         hidden: HIDDEN_BY_COPY,
     },
+    // On a classic queue a broker kill right after the ack undoes it: the queue's index had
+    // not written the ack, and the message comes back (`redelivered=true`) to be applied, so
+    // auto-ack holds there. A quorum queue's ack is in its Raft log and survives the kill.
     Prediction {
-        variant: "auto-ack/rabbitmq",
+        variant: "auto-ack/rabbitmq/quorum",
         at: &AUTO_ACK,
         invariants: &[Invariant::NoLostEffect],
         anomalies: &[Anomaly::Unseen],
@@ -83,6 +86,7 @@ pub static SERVER_PREDICTIONS: &[Prediction] = &[
         hidden: "before M000002's ack every lost commit's delivery is still in the queue and is applied again",
     },
     Prediction {
+        // Seen on both queue types: on a quorum queue too the unconfirmed message was gone.
         variant: "no-confirm/rabbitmq",
         at: &[At {
             point: "stack-publisher.after-mark-commit",
@@ -94,9 +98,11 @@ pub static SERVER_PREDICTIONS: &[Prediction] = &[
         hidden: "at @1 the message is M000001, which the upstream's copy brings again",
     },
     // Transient messages die with the broker; the upstream's copy of M000001 is persistent.
-    // M000002 is lost once its row is marked sent and before its effect is committed.
+    // M000002 is lost once its row is marked sent and before its effect is committed. A
+    // quorum queue keeps every message in its Raft log whatever its delivery mode: there
+    // transient holds.
     Prediction {
-        variant: "transient/rabbitmq",
+        variant: "transient/rabbitmq/classic",
         at: &[
             At {
                 point: "stack-publisher.after-mark-commit",

@@ -1,0 +1,123 @@
+//! The queues crashlab makes for a run on a broker: declared with the lab's arguments, purged,
+//! looked for. Every call is one bounded connection.
+
+use anyhow::{Context, Result};
+use lapin::options::{QueueDeclareOptions, QueuePurgeOptions};
+use lapin::types::{AMQPValue, FieldTable};
+
+use super::rabbitmq::{block_on, connect};
+use crate::engine::stack::QueueType;
+use crate::fail;
+
+/// The arguments every declare of a lab's queue carries: `x-queue-type`. The broker refuses
+/// (406) a declare whose arguments differ from the queue's, so the roles and `prepare` build
+/// them here alike.
+pub fn arguments(queue_type: QueueType) -> FieldTable {
+    let mut table = FieldTable::default();
+    table.insert(
+        "x-queue-type".into(),
+        AMQPValue::LongString(queue_type.name().into()),
+    );
+    table
+}
+
+/// The options of a lab queue's declare: durable (a quorum queue can only be durable), shared,
+/// kept when its consumers go; `passive`: only look.
+pub fn options(passive: bool) -> QueueDeclareOptions {
+    QueueDeclareOptions {
+        durable: true,
+        passive,
+        ..QueueDeclareOptions::default()
+    }
+}
+
+fn unreachable(url: &str, e: &anyhow::Error) -> anyhow::Error {
+    fail::unavailable(format!(
+        "cannot reach RabbitMQ at {}: {}",
+        super::postgres::redact(url),
+        fail::one_line(e)
+    ))
+}
+
+fn check_ours(names: &[&str]) {
+    for name in names {
+        assert!(
+            super::names::ours(name),
+            "crashlab touches only its own names: {name}"
+        );
+    }
+}
+
+/// Declare queues `names` (durable, of `queue_type`).
+pub fn declare(url: &str, names: &[&str], queue_type: QueueType) -> Result<()> {
+    check_ours(names);
+    block_on(async {
+        let connection = connect(url).await.map_err(|e| unreachable(url, &e))?;
+        let channel = connection.create_channel().await?;
+        for name in names {
+            channel
+                .queue_declare((*name).into(), options(false), arguments(queue_type))
+                .await
+                .with_context(|| format!("declaring queue {name}"))?;
+        }
+        let _ = connection.close(200, "crashlab: done".into()).await;
+        Ok(())
+    })?
+}
+
+/// Drop every message of queues `names` (ready ones: the processes that held deliveries are
+/// gone, so the broker has put theirs back).
+pub fn purge(url: &str, names: &[&str]) -> Result<()> {
+    check_ours(names);
+    block_on(async {
+        let connection = connect(url).await.map_err(|e| unreachable(url, &e))?;
+        let channel = connection.create_channel().await?;
+        for name in names {
+            channel
+                .queue_purge((*name).into(), QueuePurgeOptions::default())
+                .await
+                .with_context(|| format!("purging queue {name}"))?;
+        }
+        let _ = connection.close(200, "crashlab: done".into()).await;
+        Ok(())
+    })?
+}
+
+/// How long one queue may take to answer a look or a purge in `usable`.
+pub const USABLE_WAIT_MS: u64 = 5_000;
+
+/// Whether every queue of `names` is there and works: found by a passive declare and purged,
+/// each within `USABLE_WAIT_MS`. A queue that is missing (NOT_FOUND), refuses (a quorum
+/// queue whose Raft member never came back: INTERNAL_ERROR after the broker's own 30 s) or
+/// does not answer in time is not. Only an unreachable broker is an error.
+pub fn usable(url: &str, names: &[&str]) -> Result<bool> {
+    check_ours(names);
+    block_on(async {
+        let connection = connect(url).await.map_err(|e| unreachable(url, &e))?;
+        let limit = std::time::Duration::from_millis(USABLE_WAIT_MS);
+        let mut usable = true;
+        for name in names {
+            // A refused operation closes the channel (or the connection): each its own.
+            let Ok(channel) = connection.create_channel().await else {
+                usable = false;
+                break;
+            };
+            let looked = tokio::time::timeout(limit, async {
+                channel
+                    .queue_declare((*name).into(), options(true), FieldTable::default())
+                    .await?;
+                channel
+                    .queue_purge((*name).into(), QueuePurgeOptions::default())
+                    .await
+            })
+            .await;
+            if !matches!(looked, Ok(Ok(_))) {
+                usable = false;
+                break;
+            }
+            let _ = channel.close(200, "crashlab: looked".into()).await;
+        }
+        let _ = connection.close(200, "crashlab: done".into()).await;
+        Ok(usable)
+    })?
+}
