@@ -1,0 +1,121 @@
+//! A queue's ready count, as the broker reported it after a step (its logical digest in
+//! database-files.json), against what the AMQP trace implies: the messages published and
+//! stored, minus those settled (acked, nacked without requeue, or taken with auto-ack). A
+//! delivery not settled by a process that has ended is ready again (the broker requeues the
+//! unacknowledged deliveries of a closed channel).
+//!
+//! Where the trace cannot decide, the count is bounded, not guessed: a publish is surely
+//! stored when the broker confirmed it, answered a later call of that channel (a confirm or a
+//! delivery: the broker handles one channel's commands in order) or some process was
+//! delivered it; otherwise (a process killed before the confirm, a channel not in confirm
+//! mode) it may be. An ack or nack is surely handled when the process ended well or the
+//! broker answered a later call of its channel; one a killed process sent last may have
+//! died in its socket. A killed process's unsettled deliveries are requeued when the broker
+//! sees its connection close, which may come after the driver's snapshot of that very step.
+//! A background step still alive may have done any of its operations. When the broker was
+//! killed (servers.json `kills`), messages may be lost: only the upper bound holds.
+
+use super::amqp::Op;
+use super::scene::Proc;
+
+/// The ready count a snapshot after step `k` may show: `lo..=hi`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Bounds {
+    pub lo: u64,
+    pub hi: u64,
+}
+
+/// Bounds of queue `queue` after step `k` of the scenario of `procs`.
+pub fn bounds(procs: &[Proc], queue: &str, k: usize, broker_killed: bool) -> Bounds {
+    let (mut in_sure, mut in_maybe, mut out_sure, mut out_maybe, mut held) = (0u64, 0, 0, 0, 0);
+    let delivered_anywhere = |id: &str| {
+        procs.iter().any(|p| {
+            p.ops
+                .iter()
+                .any(|(_, op)| matches!(op, Op::Deliver { publish, .. } if publish == id))
+        })
+    };
+    for p in procs.iter().filter(|p| p.index <= k) {
+        let alive = p.alive_at(k);
+        // The broker answered this channel at this line, so it had handled all before it.
+        let answered = p
+            .ops
+            .iter()
+            .rev()
+            .find(|(_, op)| matches!(op, Op::Deliver { .. } | Op::Confirm { .. }))
+            .map_or(0, |(at, _)| *at);
+        let certain = |at: usize| !alive && (p.ended_well || at < answered);
+        // Publish tags the broker confirmed with an ack (a confirm channel numbers them
+        // 1, 2, 3… as the role's publishes; amqp.rs holds the trace to that).
+        let ours: std::collections::BTreeSet<u64> = p
+            .ops
+            .iter()
+            .filter_map(|(_, op)| match op {
+                Op::Confirm { tag, ack: true, .. } => Some(*tag),
+                _ => None,
+            })
+            .collect();
+        let mut count = 0u64;
+        let mut deliveries: std::collections::BTreeMap<u64, bool> = Default::default();
+        for (at, op) in &p.ops {
+            match op {
+                Op::Publish {
+                    queue: q, publish, ..
+                } => {
+                    count += 1;
+                    if q != queue {
+                        continue;
+                    }
+                    let sure = !alive
+                        && (ours.contains(&count) || at < &answered || delivered_anywhere(publish));
+                    if sure {
+                        in_sure += 1;
+                    } else {
+                        in_maybe += 1;
+                    }
+                }
+                Op::Deliver {
+                    queue: q,
+                    tag,
+                    auto_ack,
+                    ..
+                } if q == queue => {
+                    if *auto_ack {
+                        if alive {
+                            out_maybe += 1;
+                        } else {
+                            out_sure += 1;
+                        }
+                    } else {
+                        deliveries.insert(*tag, false);
+                    }
+                }
+                Op::Settle { tag, requeue, .. } => {
+                    let Some(settled) = deliveries.get_mut(tag) else {
+                        continue;
+                    };
+                    *settled = true;
+                    if *requeue {
+                        continue;
+                    }
+                    if certain(*at) {
+                        out_sure += 1;
+                    } else {
+                        out_maybe += 1;
+                    }
+                }
+                _ => {}
+            }
+        }
+        let unsettled = deliveries.values().filter(|s| !**s).count() as u64;
+        if alive || (p.index == k && !p.ended_well) {
+            held += unsettled;
+        }
+    }
+    let lo = in_sure.saturating_sub(out_sure + out_maybe + held);
+    let hi = (in_sure + in_maybe).saturating_sub(out_sure);
+    Bounds {
+        lo: if broker_killed { 0 } else { lo },
+        hi,
+    }
+}
