@@ -33,6 +33,9 @@ pub enum Op {
         redelivered: bool,
         auto_ack: bool,
     },
+    /// `confirm.select`: the channel is in confirm mode from here on (traced by a role that
+    /// writes `AMQP confirm-select`; without it, the first confirm shows the mode).
+    Select,
     /// `ack`, or `nack` (with `requeue`).
     Settle {
         message: String,
@@ -100,6 +103,7 @@ pub fn parse(line: &str) -> Option<Result<Op, String>> {
                 redelivered: flag("redelivered")?,
                 auto_ack: flag("auto_ack")?,
             },
+            "confirm-select" => Op::Select,
             "ack" => Op::Settle {
                 message: text("message")?,
                 tag: number("tag")?,
@@ -132,8 +136,21 @@ pub fn protocol(ops: &Ops, ended_well: bool) -> Vec<(usize, String)> {
     let mut delivered: BTreeMap<u64, (String, bool)> = BTreeMap::new();
     let mut deliveries = 0u64;
     let mut confirm_mode = false;
+    let selects = ops.iter().any(|(_, op)| *op == Op::Select);
     for (at, op) in ops {
         match op {
+            Op::Select => {
+                if confirm_mode {
+                    problems.push((
+                        *at,
+                        "confirm.select on a channel already in confirm mode".to_string(),
+                    ));
+                }
+                if !published.is_empty() {
+                    problems.push((*at, "confirm.select after this channel published: its publishes are not numbered from 1".to_string()));
+                }
+                confirm_mode = true;
+            }
             Op::Publish { message, tag, .. } => {
                 let want = published.len() as u64 + 1;
                 if *tag != want {
@@ -145,6 +162,12 @@ pub fn protocol(ops: &Ops, ended_well: bool) -> Vec<(usize, String)> {
                 published.insert(want, (message.clone(), false));
             }
             Op::Confirm { message, tag, .. } => {
+                if selects && !confirm_mode {
+                    problems.push((
+                        *at,
+                        format!("confirm of tag {tag} before the channel was put in confirm mode"),
+                    ));
+                }
                 confirm_mode = true;
                 match published.get_mut(tag) {
                     None => problems.push((

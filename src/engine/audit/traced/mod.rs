@@ -66,6 +66,9 @@ pub(super) fn check(
             report.problem(&procs[i].file, why);
         }
         if let (Some(rows), Some(def)) = (rows, lab.stack) {
+            // One wrong operation shifts every later count: the first row that disagrees is
+            // the finding, with how many after it disagree too.
+            let mut first: std::collections::BTreeMap<&str, (String, usize)> = Default::default();
             for row in rows
                 .iter()
                 .filter(|r| r.scenario == scenario.name && def.queues.contains(&r.file.as_str()))
@@ -79,13 +82,20 @@ pub(super) fn check(
                     continue;
                 };
                 if let Some(why) = queue_row(&procs, row, k, broker_killed) {
-                    let label = if many {
-                        format!("{}: ", scenario.name)
-                    } else {
-                        String::new()
-                    };
-                    report.problem(evidence::DATABASE_FILES, format!("{label}{why}"));
+                    first.entry(row.file.as_str()).or_insert((why, 0)).1 += 1;
                 }
+            }
+            for (why, count) in first.into_values() {
+                let label = if many {
+                    format!("{}: ", scenario.name)
+                } else {
+                    String::new()
+                };
+                let more = match count - 1 {
+                    0 => String::new(),
+                    n => format!(" (and {n} later rows)"),
+                };
+                report.problem(evidence::DATABASE_FILES, format!("{label}{why}{more}"));
             }
         }
     }
