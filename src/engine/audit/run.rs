@@ -300,6 +300,5 @@ pub(super) fn check_run(report: &mut Report, tree: &Tree) {
         &processes.processes,
         rows.as_deref(),
         on_servers.as_ref(),
-        many,
     );
 }

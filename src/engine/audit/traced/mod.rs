@@ -34,8 +34,9 @@ pub(super) fn check(
     processes: &[Process],
     rows: Option<&[FileRow]>,
     servers: Option<&Record>,
-    many: bool,
 ) {
+    // Findings name `scenario/step` in a run of several scenarios, as run.rs does.
+    let many = steps.iter().any(|(s, _)| s.name != steps[0].0.name);
     let broker_killed = servers.is_some_and(|r| r.killed(Server::Rabbitmq));
     let pg_killed = servers.is_some_and(|r| r.killed(Server::Postgres));
     let mut at = 0;
