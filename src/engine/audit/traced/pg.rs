@@ -7,8 +7,9 @@
 //! read inside a transaction, belongs to that transaction alone and grows from one
 //! transaction of a session to the next; a snapshot's xmin never moves back (the oldest
 //! running transaction at a later time is one still running or one begun since). Across a
-//! PostgreSQL kill an xid that was never logged may be given again, so the xid and horizon
-//! rules across processes hold only in a run that killed no PostgreSQL server.
+//! PostgreSQL kill an xid or a sequence value that was never logged may be given again, so
+//! the rules between processes (distinct values, the horizon's order) hold only in a run
+//! that killed no PostgreSQL server.
 
 use std::collections::BTreeMap;
 
@@ -187,9 +188,9 @@ pub fn in_process(p: &Proc) -> Vec<(usize, String)> {
     found
 }
 
-/// The facts of a scenario's processes against each other: a sequence's values distinct and
-/// at least its start; with no PostgreSQL kill, xids distinct between processes and the
-/// horizon never moving back from one step to a later one.
+/// The facts of a scenario's processes against each other: a sequence's values at least its
+/// start; with no PostgreSQL kill, its values and the xids distinct between processes and
+/// the horizon never moving back from one step to a later one.
 pub fn across(procs: &[Proc], pg_killed: bool) -> Found {
     let mut found = Found::new();
     let mut starts: BTreeMap<(String, String), i64> = BTreeMap::new();
@@ -215,7 +216,8 @@ pub fn across(procs: &[Proc], pg_killed: bool) -> Found {
                             ));
                         }
                     }
-                    if let Some((j, _)) = given.insert((db, seq.clone(), value), (i, at)) {
+                    let again = given.insert((db, seq.clone(), value), (i, at));
+                    if let (Some((j, _)), false) = (again, pg_killed) {
                         found.push((
                             i,
                             format!(
