@@ -143,12 +143,12 @@ fn a_stack_run_audits_pass_and_each_amqp_tamper_fails_naming_its_line() {
     );
     assert!(line.starts_with("consume-recover.stdout.txt: "), "{line}");
 
-    // A publish of a message id no committed INSERT wrote.
+    // A relay's publish of a message id no committed INSERT wrote.
     let text = tampered(
         &place,
         &ev,
         "publish-unwritten",
-        "conflict-enqueue.stdout.txt",
+        "publish-recover.stdout.txt",
         "AMQP publish ",
         Some(&|l: &str| l.replace("message=M1", "message=M7")),
     );

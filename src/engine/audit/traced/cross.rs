@@ -2,8 +2,10 @@
 //! beside them: a delivery only of a publish some process made before it (the same publish
 //! id, the same message id); a second delivery of one publish carries `redelivered=true`
 //! (AMQP: `redelivered` false means the message was never delivered before); and every
-//! published message id was written by a committed SQL `INSERT` of the scenario before its
-//! publish (the Outbox pattern: a message exists as a committed row before it leaves).
+//! message id a relay publishes (a process that traces SQL and publishes: it reads rows and
+//! sends them) was written by a committed SQL `INSERT` of the scenario before its publish (a
+//! message exists as a committed row before it leaves). A process that publishes and runs no
+//! SQL is an upstream putting messages straight on the queue; its ids are not held to rows.
 
 use super::amqp::Op;
 use super::scene::{may_precede, publishes, surely_precedes, Proc};
@@ -112,7 +114,11 @@ pub fn published_rows(procs: &[Proc]) -> Found {
     let mut found = Found::new();
     let inserts: Vec<(&Proc, Vec<(usize, &str)>)> =
         procs.iter().map(|p| (p, committed_inserts(p))).collect();
-    for (i, q) in procs.iter().enumerate() {
+    let relays = procs
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| p.lines.iter().any(|l| l.starts_with("SQL ")));
+    for (i, q) in relays {
         for (b, op) in &q.ops {
             let Op::Publish { message, .. } = op else {
                 continue;

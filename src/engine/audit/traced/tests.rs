@@ -157,24 +157,36 @@ fn a_delivery_nobody_published_before_is_found() {
     assert!(found[0].contains("redelivered=false"), "{found:?}");
 }
 
+/// A relay: it reads its database, then publishes.
+fn relay<'a>(publish: &[&'a str]) -> Vec<&'a str> {
+    let mut lines = vec!["SQL sender SELECT message_id FROM outbox WHERE status = 'pending'"];
+    lines.extend_from_slice(publish);
+    lines
+}
+
 #[test]
 fn a_publish_of_no_committed_row_is_found() {
+    let publish = relay(PUBLISH);
+    let procs = run(&[(SENDER, true), (&publish, true)]);
+    assert!(cross::published_rows(&procs).is_empty());
+    // An upstream that runs no SQL is not held to rows.
+    assert!(cross::published_rows(&run(&[(PUBLISH, true)])).is_empty());
     let rolled = ["SQL sender BEGIN", SENDER[1], "SQL sender ROLLBACK"];
     let found = texts(cross::published_rows(&run(&[
         (&rolled, true),
-        (PUBLISH, true),
+        (&publish, true),
     ])));
     assert!(found[0].contains("no committed INSERT"), "{found:?}");
     // Committed after the publish: no Outbox row existed when it left.
     let found = texts(cross::published_rows(&run(&[
-        (PUBLISH, true),
+        (&publish, true),
         (SENDER, true),
     ])));
     assert_eq!(found.len(), 1, "{found:?}");
     // A killed sender's open transaction was never committed.
     let found = texts(cross::published_rows(&run(&[
         (&SENDER[..2], false),
-        (PUBLISH, true),
+        (&publish, true),
     ])));
     assert_eq!(found.len(), 1, "{found:?}");
 }
