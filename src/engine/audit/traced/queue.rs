@@ -7,13 +7,14 @@
 //! Where the trace cannot decide, the count is bounded, not guessed: a publish is surely
 //! stored when the broker confirmed it, answered a later call of that channel (a confirm or a
 //! delivery: the broker handles one channel's commands in order) or some process was
-//! delivered it; otherwise (a process killed before the confirm, a channel not in confirm
-//! mode) it may be. An ack or nack is surely handled when the process ended well or the
-//! broker answered a later call of its channel; one a killed process sent last may have
-//! died in its socket. A killed process's unsettled deliveries are requeued when the broker
-//! sees its connection close, which may come after the driver's snapshot of that very step.
-//! A background step still alive may have done any of its operations. When the broker was
-//! killed (servers.json `kills`), messages may be lost: only the upper bound holds.
+//! delivered it (from the step after the publisher's, if that one was killed); otherwise (a
+//! process killed before the confirm, a channel not in confirm mode) it may be. An ack or
+//! nack is surely handled when the process ended well or the broker answered a later call of
+//! its channel; one a killed process sent last may have died in its socket. A killed
+//! process's unsettled deliveries are requeued when the broker sees its connection close,
+//! which may come after the driver's snapshot of that very step. A background step still
+//! alive may have done any of its operations. When the broker was killed (servers.json
+//! `kills`), messages may be lost: only the upper bound holds.
 
 use super::amqp::Op;
 use super::scene::Proc;
@@ -66,8 +67,13 @@ pub fn bounds(procs: &[Proc], queue: &str, k: usize, broker_killed: bool) -> Bou
                     if q != queue {
                         continue;
                     }
+                    // A later delivery proves the broker took it, though not yet, maybe,
+                    // at the snapshot right after the step of a killed publisher.
+                    let settled_in_time = p.index < k || p.ended_well;
                     let sure = !alive
-                        && (ours.contains(&count) || at < &answered || delivered_anywhere(publish));
+                        && (ours.contains(&count)
+                            || *at < answered
+                            || (settled_in_time && delivered_anywhere(publish)));
                     if sure {
                         in_sure += 1;
                     } else {

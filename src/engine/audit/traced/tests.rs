@@ -217,6 +217,10 @@ fn what_a_killed_process_did_last_is_bounded() {
     // Killed before its confirm: the message may or may not be stored.
     let procs = run(&[(&PUBLISH[..1], false)]);
     assert_eq!(bounds(&procs, 0, false), (0, 1));
+    // Delivered later, so stored: surely from the step after its publisher's.
+    let procs = run(&[(&PUBLISH[..1], false), (&[], true), (&CONSUME[..1], true)]);
+    assert_eq!(bounds(&procs, 0, false), (0, 1));
+    assert_eq!(bounds(&procs, 1, false), (1, 1));
     // Killed holding a delivery: requeued, maybe not yet at its own step's snapshot.
     let procs = run(&[(PUBLISH, true), (&CONSUME[..1], false), (&[], true)]);
     assert_eq!(bounds(&procs, 1, false), (0, 1));
