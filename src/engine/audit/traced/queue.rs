@@ -26,9 +26,22 @@ pub struct Bounds {
     pub hi: u64,
 }
 
-/// Bounds of queue `queue` after step `k` of the scenario of `procs`.
+/// Per publish id: publishes surely or maybe stored, settlements surely or maybe handled,
+/// deliveries maybe still held.
+#[derive(Default)]
+struct Copy {
+    in_sure: u64,
+    in_maybe: u64,
+    out_sure: u64,
+    out_maybe: u64,
+    held: u64,
+}
+
+/// Bounds of queue `queue` after step `k` of the scenario of `procs`. Each publish id is
+/// counted on its own: a copy leaves the queue once, however many channels settle it (a
+/// consumer whose channel the broker closed may still trace its ack).
 pub fn bounds(procs: &[Proc], queue: &str, k: usize, broker_killed: bool) -> Bounds {
-    let (mut in_sure, mut in_maybe, mut out_sure, mut out_maybe, mut held) = (0u64, 0, 0, 0, 0);
+    let mut copies: std::collections::BTreeMap<&str, Copy> = Default::default();
     let delivered_anywhere = |id: &str| {
         procs.iter().any(|p| {
             p.ops
@@ -57,7 +70,8 @@ pub fn bounds(procs: &[Proc], queue: &str, k: usize, broker_killed: bool) -> Bou
             })
             .collect();
         let mut count = 0u64;
-        let mut deliveries: std::collections::BTreeMap<u64, bool> = Default::default();
+        // delivery tag -> (publish id, settled)
+        let mut deliveries: std::collections::BTreeMap<u64, (&str, bool)> = Default::default();
         for (at, op) in &p.ops {
             match op {
                 Op::Publish {
@@ -74,52 +88,62 @@ pub fn bounds(procs: &[Proc], queue: &str, k: usize, broker_killed: bool) -> Bou
                         && (ours.contains(&count)
                             || *at < answered
                             || (settled_in_time && delivered_anywhere(publish)));
+                    let copy = copies.entry(publish.as_str()).or_default();
                     if sure {
-                        in_sure += 1;
+                        copy.in_sure += 1;
                     } else {
-                        in_maybe += 1;
+                        copy.in_maybe += 1;
                     }
                 }
                 Op::Deliver {
                     queue: q,
+                    publish,
                     tag,
                     auto_ack,
                     ..
                 } if q == queue => {
                     if *auto_ack {
+                        let copy = copies.entry(publish.as_str()).or_default();
                         if alive {
-                            out_maybe += 1;
+                            copy.out_maybe += 1;
                         } else {
-                            out_sure += 1;
+                            copy.out_sure += 1;
                         }
                     } else {
-                        deliveries.insert(*tag, false);
+                        deliveries.insert(*tag, (publish.as_str(), false));
                     }
                 }
                 Op::Settle { tag, requeue, .. } => {
-                    let Some(settled) = deliveries.get_mut(tag) else {
+                    let Some((publish, settled)) = deliveries.get_mut(tag) else {
                         continue;
                     };
                     *settled = true;
                     if *requeue {
                         continue;
                     }
+                    let copy = copies.entry(*publish).or_default();
                     if certain(*at) {
-                        out_sure += 1;
+                        copy.out_sure += 1;
                     } else {
-                        out_maybe += 1;
+                        copy.out_maybe += 1;
                     }
                 }
                 _ => {}
             }
         }
-        let unsettled = deliveries.values().filter(|s| !**s).count() as u64;
         if alive || (p.index == k && !p.ended_well) {
-            held += unsettled;
+            for (publish, settled) in deliveries.values() {
+                if !settled {
+                    copies.entry(*publish).or_default().held += 1;
+                }
+            }
         }
     }
-    let lo = in_sure.saturating_sub(out_sure + out_maybe + held);
-    let hi = (in_sure + in_maybe).saturating_sub(out_sure);
+    let (mut lo, mut hi) = (0u64, 0u64);
+    for c in copies.values() {
+        lo += c.in_sure.saturating_sub(c.out_sure + c.out_maybe + c.held);
+        hi += (c.in_sure + c.in_maybe).saturating_sub(c.out_sure);
+    }
     Bounds {
         lo: if broker_killed { 0 } else { lo },
         hi,

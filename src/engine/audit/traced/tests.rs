@@ -228,6 +228,18 @@ fn what_a_killed_process_did_last_is_bounded() {
     // Killed right after its ack: the ack may have died in its socket.
     let procs = run(&[(PUBLISH, true), (CONSUME, false)]);
     assert_eq!(bounds(&procs, 1, false), (0, 1));
+    // One copy settled on two channels (the first one's closed by the broker) leaves once.
+    let other = [
+        "AMQP publish queue=messages message=M2 publish=pB tag=1 persistent=true",
+        "AMQP confirm message=M2 tag=1 ack",
+    ];
+    let procs = run(&[
+        (PUBLISH, true),
+        (&other, true),
+        (CONSUME, true),
+        (CONSUME, true),
+    ]);
+    assert_eq!(bounds(&procs, 3, false), (1, 1));
     // An auto-ack delivery is gone when it is handed over.
     let auto = CONSUME[0].replace("auto_ack=false", "auto_ack=true");
     let procs = run(&[(PUBLISH, true), (&[&auto], false)]);
