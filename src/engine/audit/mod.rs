@@ -37,6 +37,7 @@ mod sequence;
 mod servers;
 mod sources;
 mod statements;
+mod traced;
 mod tree;
 
 use std::path::Path;

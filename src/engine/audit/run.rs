@@ -11,7 +11,7 @@ use super::record::{bound_to_step, check_record, events_file, output_files};
 use super::tree::Tree;
 use super::{
     cuts, database, findings, kept, pictures, replayed, results, sequence, servers, statements,
-    Report,
+    traced, Report,
 };
 use crate::engine::check::{check, parse_events, Output, Verdict};
 use crate::engine::driver::apply_moves;
@@ -292,4 +292,13 @@ pub(super) fn check_run(report: &mut Report, tree: &Tree) {
         pictures,
     );
     replayed::check(report, tree, lab, &steps, &scenarios, &processes, many);
+    traced::check(
+        report,
+        tree,
+        lab,
+        &steps,
+        &processes.processes,
+        rows.as_deref(),
+        on_servers.as_ref(),
+    );
 }

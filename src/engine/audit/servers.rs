@@ -34,6 +34,13 @@ struct Kill {
     restart_wall_ms: f64,
 }
 
+impl Record {
+    /// Whether the run killed that server (the kills themselves are checked by check_kills).
+    pub(super) fn killed(&self, server: Server) -> bool {
+        self.kills.iter().any(|k| k.server == server)
+    }
+}
+
 /// The stack and its servers; the record, for `check_kills`, when the lab runs on servers.
 pub(super) fn check(report: &mut Report, tree: &Tree, lab: &Lab) -> Option<Record> {
     let Some(def) = lab.stack else {
