@@ -128,6 +128,11 @@ impl Broker {
                 OPERATION_TIMEOUT_MS,
                 channel.confirm_select(ConfirmSelectOptions::default()),
             )?;
+            // Said in the trace so the audit knows this channel owes a confirm for every
+            // publish, even when a confirm line is missing (the no-confirm variant's channel
+            // is not in confirm mode and writes no such line).
+            out::line(&format!("AMQP confirm-select queue={name}"));
+            out::flush();
         }
         let mut broker = Broker {
             runtime,
