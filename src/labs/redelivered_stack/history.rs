@@ -80,6 +80,7 @@ pub const REPLAY: LabReplay = LabReplay {
         "RESPONSE",
         "ACKED",
         "CHANNEL-LOST",
+        "DECLARED",
         "AMQP",
     ],
     claims,
