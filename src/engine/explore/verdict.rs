@@ -154,10 +154,23 @@ fn finding(
         .iter()
         .map(|(a, n)| format!("{} x{n}", a.name()))
         .collect();
-    let mut text = if d.predictions.is_empty() {
+    let mut text = if d.predictions.is_empty() && broke_at.is_empty() {
         format!(
             "{}: every invariant holds at every reached point, no bad anomaly",
             d.name
+        )
+    } else if d.predictions.is_empty() {
+        // Predicted to hold, yet broke: the summary must not say it held (the differences
+        // above name each case).
+        format!(
+            "{}: predicted to hold, yet breaks at {} ({})",
+            d.name,
+            broke_at.join(", "),
+            if anomalies.is_empty() {
+                "no bad anomaly".to_string()
+            } else {
+                anomalies.join(", ")
+            }
         )
     } else {
         let mut says: Vec<&str> = Vec::new();
@@ -358,5 +371,33 @@ mod tests {
         // Every predicted point left out by --points: the break was not explored.
         let left_out = [case("q.before", 1, false, &[])];
         assert!(judge(&left_out, &["q.before"])[0].contains("not explored"));
+    }
+
+    #[test]
+    fn a_design_predicted_to_hold_that_breaks_is_not_summed_up_as_holding() {
+        let hits = BTreeMap::from([("p.after".to_string(), 1)]);
+        let design = |predictions| Design {
+            name: "v",
+            predictions,
+            probe_hits: &hits,
+        };
+        let held = [case("p.after", 1, false, &[])];
+        let (differences, findings) = verdict(&[design(vec![])], &["p.after"], &held);
+        assert!(differences.is_empty());
+        assert!(
+            findings[0].contains("every invariant holds"),
+            "{findings:?}"
+        );
+        let broke = [case("p.after", 1, true, &[Anomaly::Unseen])];
+        let (differences, findings) = verdict(&[design(vec![])], &["p.after"], &broke);
+        assert_eq!(differences.len(), 1, "{differences:?}");
+        assert!(
+            !findings[0].contains("every invariant holds"),
+            "{findings:?}"
+        );
+        assert!(
+            findings[0].contains("predicted to hold, yet breaks at p.after@1 (unseen x1)"),
+            "{findings:?}"
+        );
     }
 }

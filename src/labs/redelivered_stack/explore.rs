@@ -46,6 +46,37 @@ pub static PREDICTIONS: &[Prediction] = &[Prediction {
     hidden: "",
 }];
 
+/// Under server kills (`<variant>/<server>[/<queue type>]`; a variant without an entry for
+/// a server holds). PostgreSQL holds the consumer's records only, so its kill changes nothing
+/// of the story: unkeyed duplicates where it does under process crashes. A RabbitMQ kill
+/// right after A's ack may undo the ack on a classic queue (answered, not yet written): the
+/// message comes back and the next consumer calls again, so unkeyed may also duplicate at
+/// `after-ack` there; that one is counted a break only when it shows.
+pub static SERVER_PREDICTIONS: &[Prediction] = &[
+    Prediction {
+        variant: "unkeyed/postgres",
+        at: &[
+            At::every("stack-redeliver-consumer.after-call"),
+            At::every("receiver.after-effect-commit"),
+        ],
+        invariants: &[Invariant::NoDuplicateEffect],
+        anomalies: &[Anomaly::Duplicate],
+        says: "duplicate effect (the call ran, no ack: the broker redelivers and the next consumer calls again)",
+        hidden: "",
+    },
+    Prediction {
+        variant: "unkeyed/rabbitmq",
+        at: &[
+            At::every("stack-redeliver-consumer.after-call"),
+            At::every("receiver.after-effect-commit"),
+        ],
+        invariants: &[Invariant::NoDuplicateEffect],
+        anomalies: &[Anomaly::Duplicate],
+        says: "duplicate effect (the call ran, no ack: the broker redelivers and the next consumer calls again)",
+        hidden: "",
+    },
+];
+
 static WORDS: Words = Words {
     columns: &[
         ("messages", "ready"),
@@ -157,9 +188,11 @@ impl Observed {
             .count()
     }
 
-    /// Still owed: no consumer recorded an ack that reached the broker.
+    /// Still owed: no consumer recorded an ack that reached the broker, or the message is
+    /// ready in the queue again (a broker killed right after an ack may come back without
+    /// it: the ack was answered, not yet written).
     fn owed(&self) -> bool {
-        self.state.consumer.acked == 0
+        self.state.consumer.acked == 0 || self.state.queue.messages > 0
     }
 }
 
@@ -174,6 +207,10 @@ impl ExplorePlan for Exploration {
 
     fn predictions(&self) -> &'static [Prediction] {
         PREDICTIONS
+    }
+
+    fn server_predictions(&self) -> &'static [Prediction] {
+        SERVER_PREDICTIONS
     }
 
     fn words(&self) -> &'static Words {
