@@ -95,6 +95,34 @@ fn the_driver_shows_the_redelivery_the_audit_passes_and_explore_breaks_where_pre
         "{text}"
     );
     assert!(text.contains("keyed: every invariant holds at every reached point"));
+
+    // A broker kill right after the ack takes the ack back on a classic queue: recovery sees
+    // the message ready again, keyed replays the second call, unkeyed runs it (predicted).
+    let mut args = vec!["explore", "f3"];
+    args.extend_from_slice(STACK);
+    args.extend_from_slice(&[
+        "--variants",
+        "all",
+        "--points",
+        "stack-redeliver-consumer.after-ack",
+        "--crash-mode",
+        "server-kill",
+        "--server",
+        "rabbitmq",
+        "--out",
+        "explkill",
+    ]);
+    let explore = crashlab(tmp.path(), &args);
+    let text = stdout(&explore);
+    assert_eq!(code(&explore), 0, "{text}{}", stderr(&explore));
+    assert!(
+        text.contains("keyed: every invariant holds at every reached point"),
+        "{text}"
+    );
+    assert!(
+        text.contains("shown at stack-redeliver-consumer.after-ack @1 (duplicate x1)"),
+        "{text}"
+    );
 }
 
 /// `crashlab servers f3 --stack postgres-rabbitmq --work DIR`: the lab's database and queue,

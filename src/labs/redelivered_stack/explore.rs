@@ -49,9 +49,10 @@ pub static PREDICTIONS: &[Prediction] = &[Prediction {
 /// Under server kills (`<variant>/<server>[/<queue type>]`; a variant without an entry for
 /// a server holds). PostgreSQL holds the consumer's records only, so its kill changes nothing
 /// of the story: unkeyed duplicates where it does under process crashes. A RabbitMQ kill
-/// right after A's ack may undo the ack on a classic queue (answered, not yet written): the
-/// message comes back and the next consumer calls again, so unkeyed may also duplicate at
-/// `after-ack` there; that one is counted a break only when it shows.
+/// right after A's ack undoes the ack on a classic queue (answered, and proved by a round
+/// trip on the channel, yet not written: measured): the message comes back flagged
+/// redelivered and the next consumer calls again, so unkeyed also duplicates at `after-ack`
+/// there. A quorum queue's ack is in its Raft log before it is answered.
 pub static SERVER_PREDICTIONS: &[Prediction] = &[
     Prediction {
         variant: "unkeyed/postgres",
@@ -65,7 +66,19 @@ pub static SERVER_PREDICTIONS: &[Prediction] = &[
         hidden: "",
     },
     Prediction {
-        variant: "unkeyed/rabbitmq",
+        variant: "unkeyed/rabbitmq/classic",
+        at: &[
+            At::every("stack-redeliver-consumer.after-call"),
+            At::every("receiver.after-effect-commit"),
+            At::every("stack-redeliver-consumer.after-ack"),
+        ],
+        invariants: &[Invariant::NoDuplicateEffect],
+        anomalies: &[Anomaly::Duplicate],
+        says: "duplicate effect (the call ran and no ack survived the broker: it redelivers and the next consumer calls again)",
+        hidden: "",
+    },
+    Prediction {
+        variant: "unkeyed/rabbitmq/quorum",
         at: &[
             At::every("stack-redeliver-consumer.after-call"),
             At::every("receiver.after-effect-commit"),
