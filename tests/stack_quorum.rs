@@ -177,5 +177,32 @@ fn a_queue_type_on_a_stack_without_a_broker_is_refused() {
     }
     let out = place.run(&["driver", "14", "--queue-type", "stream", "--out", "ev"]);
     assert_eq!(code(&out), 2, "{}", stderr(&out));
+    // A broker kill on a quorum queue: refused before any server starts (a restarted quorum
+    // queue reads empty until its leader is elected).
+    for command in ["driver", "explore"] {
+        let args = [
+            command,
+            "14",
+            "--stack",
+            "postgres-rabbitmq",
+            "--queue-type",
+            "quorum",
+            "--crash-mode",
+            "server-kill",
+            "--server",
+            "rabbitmq",
+            "--out",
+            "ev",
+        ];
+        let out = place.run(&args);
+        assert_eq!(code(&out), 2, "{args:?}: {}", stderr(&out));
+        let err = stderr(&out);
+        assert!(
+            err.starts_with("crashlab: --queue-type quorum with --server rabbitmq kills"),
+            "{err}"
+        );
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(!place.path().join("ev").exists());
+    }
     no_leftovers(&place);
 }
