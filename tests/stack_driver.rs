@@ -100,6 +100,8 @@ fn the_seed_on_the_stack_audits_pass_and_its_dumps_load_in_sqlite3_and_psql() {
     let audited = audit(&place, "ev");
     assert_eq!(code(&audited), 0, "{}", stdout(&audited));
     assert!(stdout(&audited).contains("PASS"), "{}", stdout(&audited));
+    // A dump of this run with an ATTACH put in: FAIL, and nothing attached.
+    tamper::attach_refused(&place, &ev, "ev-attach");
 
     // servers.json: the stack, both servers' startups, no path of this machine.
     let text = std::fs::read_to_string(ev.join("servers.json")).unwrap();

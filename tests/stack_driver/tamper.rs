@@ -57,6 +57,75 @@ fn tampered(place: &Place, from: &Path, name: &str, edit: impl FnOnce(&mut Value
     text
 }
 
+/// A copy of `from` named `name` in `place` with its kept dump `db/<db>` edited by `edit` and
+/// its manifest digest fixed up; the audit's stdout, after asserting it FAILs on that dump.
+pub(super) fn tampered_dump(
+    place: &Place,
+    from: &Path,
+    name: &str,
+    db: &str,
+    edit: impl FnOnce(&str) -> String,
+) -> String {
+    let dir = place.path().join(name);
+    copy_dir(from, &dir);
+    let rel = format!("db/{db}");
+    let path = dir.join(&rel);
+    let text = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(&path, edit(&text)).unwrap();
+    let manifest_path = dir.join("manifest.json");
+    let mut manifest = super::common::json(&manifest_path);
+    assert!(manifest["files"][&rel].is_string(), "{manifest}");
+    manifest["files"][&rel] = Value::String(sha256_hex(&path));
+    std::fs::write(
+        &manifest_path,
+        serde_json::to_string_pretty(&manifest).unwrap(),
+    )
+    .unwrap();
+    let out = place.run(&["audit", dir.to_str().unwrap()]);
+    let text = stdout(&out);
+    assert_eq!(code(&out), 1, "{name}: {text}");
+    assert!(text.contains("FAIL"), "{name}: {text}");
+    assert!(text.contains(&format!("{rel}: ")), "{name}: {text}");
+    assert!(
+        !text.contains("differs from manifest.json"),
+        "{name}: the manifest was fixed up: {text}"
+    );
+    text
+}
+
+/// An ATTACH put before `BEGIN;` of a dump: the audit refuses it at its line and the file it
+/// names never appears (the dump is read, never run).
+pub(super) fn attach_refused(place: &Place, from: &Path, name: &str) {
+    let evil = place.path().join(format!("{name}-evil.db"));
+    let attach = format!("ATTACH '{}' AS e; CREATE TABLE e.pwn(x);\n", evil.display());
+    let text = tampered_dump(place, from, name, "sender", |dump| {
+        let (header, rest) = dump.split_once('\n').unwrap();
+        format!("{header}\n{attach}{rest}")
+    });
+    assert!(text.contains("line 2: "), "{text}");
+    assert!(!evil.exists(), "the audit ran the dump's ATTACH: {text}");
+}
+
+#[test]
+fn a_kept_dump_with_statements_of_its_own_audits_fail_and_runs_none() {
+    let place = Place::new("dump");
+    let archive = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("evidence")
+        .join("14-outbox-inbox-postgres-rabbitmq");
+    attach_refused(&place, &archive, "attach");
+    // A query that would never end, after COMMIT;: refused, so the audit ends.
+    let endless =
+        "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c) SELECT count(*) FROM c;\n";
+    let text = tampered_dump(&place, &archive, "endless", "receiver", |dump| {
+        format!("{dump}{endless}")
+    });
+    assert!(text.contains("after COMMIT;"), "{text}");
+    let deleted = tampered_dump(&place, &archive, "rolled-back", "receiver", |dump| {
+        dump.replace("COMMIT;\n", "DELETE FROM inbox;\nROLLBACK;\n")
+    });
+    assert!(deleted.contains("db/receiver: "), "{deleted}");
+}
+
 fn kills(servers: &mut Value) -> &mut Vec<Value> {
     servers["kills"].as_array_mut().unwrap()
 }

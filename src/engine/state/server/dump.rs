@@ -41,11 +41,9 @@ fn quote(name: &str) -> String {
     format!("\"{}\"", name.replace('"', "\"\""))
 }
 
-/// The dump of the database open on `conn`, built from `schema` (its DDL is the dump's).
-pub fn write(conn: &Connection, schema: &Schema) -> Result<String> {
+/// The lab's DDL as a dump holds it: each statement trimmed, on its own line(s).
+fn ddl_text(schema: &Schema) -> String {
     let mut text = String::new();
-    text.push_str(HEADER);
-    text.push_str("\nBEGIN;\n");
     for piece in schema.ddl.split_inclusive(';') {
         let piece = piece.trim();
         if !piece.is_empty() && piece != ";" {
@@ -53,6 +51,15 @@ pub fn write(conn: &Connection, schema: &Schema) -> Result<String> {
             text.push('\n');
         }
     }
+    text
+}
+
+/// The dump of the database open on `conn`, built from `schema` (its DDL is the dump's).
+pub fn write(conn: &Connection, schema: &Schema) -> Result<String> {
+    let mut text = String::new();
+    text.push_str(HEADER);
+    text.push_str("\nBEGIN;\n");
+    text.push_str(&ddl_text(schema));
     let mut table = String::new();
     let mut columns = Vec::new();
     walk_content(conn, &mut |item| {
@@ -81,20 +88,5 @@ pub fn write(conn: &Connection, schema: &Schema) -> Result<String> {
     Ok(text)
 }
 
-/// Load a dump into a fresh in-memory SQLite database (the audit's digest of a kept copy).
-pub fn load(bytes: &[u8]) -> Result<Connection> {
-    anyhow::ensure!(
-        bytes.len() <= DUMP_BYTES_MAX,
-        "a dump of {} bytes is over the {DUMP_BYTES_MAX} the audit reads",
-        bytes.len()
-    );
-    let text = std::str::from_utf8(bytes).context("a dump is UTF-8 text")?;
-    anyhow::ensure!(
-        text.starts_with(HEADER),
-        "not a server database dump (its first line is not crashlab's)"
-    );
-    let conn = Connection::open_in_memory()?;
-    conn.execute_batch(text).context("loading the dump")?;
-    anyhow::ensure!(conn.is_autocommit(), "the dump leaves a transaction open");
-    Ok(conn)
-}
+mod read;
+pub use read::load;

@@ -143,7 +143,7 @@ impl StateStore for ServerStore {
                     .with_context(|| format!("keeping {name}: it has no tables"))?;
                 let text = dump::write(&conn, schema)?;
                 // The digest is the dump's own, loaded back: what the audit will read.
-                let loaded = dump::load(text.as_bytes())?;
+                let loaded = dump::load(text.as_bytes(), &[schema])?;
                 let digest = super::sqlite::logical_sha256_conn(&loaded)?;
                 (text, digest)
             }
@@ -163,7 +163,7 @@ impl StateStore for ServerStore {
         if let Some(digest) = queue::kept_digest(bytes) {
             return digest;
         }
-        let conn = dump::load(bytes)?;
+        let conn = dump::load(bytes, self.schemas)?;
         super::sqlite::logical_sha256_conn(&conn)
     }
 

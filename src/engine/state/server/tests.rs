@@ -34,7 +34,7 @@ fn a_dump_loads_back_to_the_same_logical_digest() {
     let a = text.find("VALUES ('a'").unwrap();
     let b = text.find("VALUES ('b'").unwrap();
     assert!(a < b, "{text}");
-    let loaded = dump::load(text.as_bytes()).unwrap();
+    let loaded = dump::load(text.as_bytes(), &[&SCHEMA]).unwrap();
     assert_eq!(
         logical_sha256_conn(&loaded).unwrap(),
         logical_sha256_conn(&conn).unwrap()
@@ -51,11 +51,73 @@ fn a_dump_loads_back_to_the_same_logical_digest() {
 #[test]
 fn a_dump_that_is_not_crashlab_s_or_is_cut_is_refused() {
     let text = dump::write(&filled(), &SCHEMA).unwrap();
-    assert!(dump::load(b"CREATE TABLE x (a);").is_err());
-    // Cut before its COMMIT: the transaction stays open, refused.
+    assert!(dump::load(b"CREATE TABLE x (a);", &[&SCHEMA]).is_err());
+    // Cut before its COMMIT: refused at the line where COMMIT; should be.
     let cut = &text[..text.find("COMMIT;").unwrap()];
-    let e = dump::load(cut.as_bytes()).unwrap_err();
-    assert!(format!("{e:#}").contains("transaction open"), "{e:#}");
+    let e = dump::load(cut.as_bytes(), &[&SCHEMA]).unwrap_err();
+    let lines = cut.matches('\n').count();
+    assert!(
+        format!("{e:#}").starts_with(&format!("line {}: ", lines + 1)),
+        "{e:#}"
+    );
+}
+
+/// `text` with `what` put in at the start of line `line` (1-based).
+fn put(text: &str, line: usize, what: &str) -> String {
+    let at: usize = text
+        .split_inclusive('\n')
+        .take(line - 1)
+        .map(str::len)
+        .sum();
+    format!("{}{what}{}", &text[..at], &text[at..])
+}
+
+/// The refusal of `text`: one line, naming the line `line`.
+fn refused(text: &str, line: usize) -> String {
+    let e = dump::load(text.as_bytes(), &[&SCHEMA]).unwrap_err();
+    let e = format!("{e:#}");
+    assert!(!e.contains('\n'), "{e}");
+    assert!(e.starts_with(&format!("line {line}: ")), "{e}");
+    e
+}
+
+#[test]
+fn a_dump_is_read_only_in_the_form_crashlab_writes_and_never_run() {
+    let text = dump::write(&filled(), &SCHEMA).unwrap();
+    let lines = text.matches('\n').count();
+    let dir = tempfile::tempdir().unwrap();
+    let evil = dir.path().join("evil.db");
+    let evil = evil.to_str().unwrap();
+    // Before BEGIN;, among the DDL, among the rows, after COMMIT;: each refused, and the
+    // file an ATTACH or VACUUM INTO would make never appears.
+    let attach = format!("ATTACH '{evil}' AS e; CREATE TABLE e.pwn(x);\n");
+    refused(&put(&text, 2, &attach), 2);
+    refused(&put(&text, 3, &attach), 3);
+    refused(&put(&text, 5, &format!("VACUUM INTO '{evil}';\n")), 5);
+    assert!(!std::path::Path::new(evil).exists());
+    let recursive =
+        "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c) SELECT count(*) FROM c;\n";
+    refused(&format!("{text}{recursive}"), lines + 1);
+    refused(&format!("{text}COMMIT;\n"), lines + 1);
+    refused(&put(&text, 4, "CREATE TEMP TABLE t(x);\n"), 4);
+    refused(&put(&text, 6, "DELETE FROM entry;\n"), 6);
+    let rollback = text.replace("COMMIT;\n", "DELETE FROM entry;\nROLLBACK;\n");
+    refused(&rollback, lines);
+    // A row split over two lines, and two rows on one: not as the writer writes them.
+    let split = text.replacen("\") VALUES (", "\")\nVALUES (", 1);
+    refused(&split, 5);
+    let joined = text.replacen("-7);\nINSERT", "-7); INSERT", 1);
+    refused(&joined, 5);
+    // Rows out of key order: the loaded rows written again differ from the dump.
+    let mut rows: Vec<&str> = text.lines().collect();
+    rows.swap(4, 7);
+    let swapped = format!("{}\n", rows.join("\n"));
+    let e = refused(&swapped, 5);
+    assert!(e.contains("key order"), "{e}");
+    // A DDL that is not the lab's.
+    refused(&text.replacen("amount INTEGER", "amount TEXT", 1), 3);
+    // The dump as written still loads.
+    assert!(dump::load(text.as_bytes(), &[&SCHEMA]).is_ok());
 }
 
 #[test]
