@@ -12,6 +12,8 @@ mod common;
 #[allow(dead_code)]
 #[path = "stack_driver/place.rs"]
 mod place;
+#[path = "tamper/support.rs"]
+mod support;
 
 use std::process::Command;
 
@@ -185,6 +187,73 @@ fn bad_input_is_one_line_exit_2_and_starts_no_server() {
         assert!(stdout(&out).is_empty());
         assert!(!place.path().join("bad").exists() && !place.path().join("bad.partial").exists());
     }
+    let left = place.settle();
+    assert!(left.is_empty(), "left running: {left:?}");
+}
+
+/// A known-broken design under a broker kill: the run records what it lost (exit 1), and its
+/// untouched evidence audits PASS, saying so; a chaos.json whose lost count is not the kept
+/// rows' fails the audit. The audit judges the evidence, not the design.
+#[test]
+fn a_variant_run_that_loses_audits_pass_and_a_doctored_lost_count_fails() {
+    let place = Place::new("chaosvar");
+    let mut args = vec![
+        "chaos",
+        "14",
+        "--messages",
+        "20",
+        "--consumers",
+        "2",
+        "--kills",
+        "0",
+        "--seed",
+        "2",
+        "--server-kills",
+        "1",
+        "--server",
+        "rabbitmq",
+        "--variant",
+        "transient",
+        "--timeout-ms",
+        "180000",
+        "--json",
+        "--out",
+        "v",
+    ];
+    args.extend_from_slice(STACK);
+    let out = place.run(&args);
+    let last = stdout(&out).trim().lines().last().unwrap_or("").to_string();
+    let r: serde_json::Value = serde_json::from_str(&last).expect("one JSON report");
+    let lost = r["lost"].as_i64().expect("lost");
+    // A transient queue loses what the broker held at its kill; how much is timing's.
+    assert_eq!(code(&out), if r["ok"] == true { 0 } else { 1 }, "{r}");
+    assert_eq!(r["ok"], lost == 0 && r["problems"] == serde_json::json!([]));
+    let audit = place.run(&["audit", "v"]);
+    let said = stdout(&audit);
+    assert_eq!(code(&audit), 0, "{said}\n{}", stderr(&audit));
+    let recorded = if lost > 0 { "the run recorded " } else { "" };
+    assert!(
+        said.contains("PASS: chaos 14, 20 messages")
+            && said.contains(&format!(", {recorded}{lost} lost, ")),
+        "{said}"
+    );
+    // The lost count changed, the manifest re-hashed to agree: the kept rows give it away.
+    let copy = place.path().join("v-doctored");
+    support::copy_dir(&place.path().join("v"), &copy);
+    let chaos = copy.join("chaos.json");
+    let mut doctored = json(&chaos);
+    doctored["lost"] = serde_json::json!(if lost > 0 { 0 } else { 1 });
+    std::fs::write(&chaos, serde_json::to_string_pretty(&doctored).unwrap()).unwrap();
+    support::rehash(&copy);
+    let (code_doctored, report) = support::audit(&copy);
+    assert_eq!(code_doctored, 1, "{report}");
+    assert!(
+        report.contains(&format!(
+            "chaos.json: lost is {}, the kept databases and events give {lost}",
+            doctored["lost"]
+        )),
+        "{report}"
+    );
     let left = place.settle();
     assert!(left.is_empty(), "left running: {left:?}");
 }

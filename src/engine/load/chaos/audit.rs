@@ -61,6 +61,9 @@ struct Record {
     stack: String,
     servers: Vec<Value>,
     kills: Vec<RecordKill>,
+    /// Whether the run settled its queues (one broker restart per attempt, before any kill).
+    #[serde(default)]
+    queues_settled: bool,
 }
 
 #[derive(Deserialize)]
@@ -225,6 +228,18 @@ fn record(
             format!("kills {found:?}, chaos.json's server_kills give {want:?}"),
         );
     }
+    // A run that kills the broker settles its queues first (`fleet::Session::start`): one
+    // restart per attempt, at least one, before the run's own kills.
+    let settles = options.stack.server == Some(Server::Rabbitmq) && !def.queues.is_empty();
+    if record.queues_settled != settles {
+        audit.problem(
+            SERVERS,
+            format!(
+                "queues_settled {}, the command gives {settles}",
+                record.queues_settled
+            ),
+        );
+    }
     for entry in &record.servers {
         let Ok(server) = serde_json::from_value::<Server>(entry["server"].clone()) else {
             audit.problem(
@@ -239,15 +254,25 @@ fn record(
         };
         let restarts = entry["restart_wall_ms"].as_array().map(Vec::len);
         let killed = made.iter().filter(|k| k.server == server).count();
-        if entry["private"] != Value::Bool(!given) || restarts != Some(killed) {
+        let settling = if settles && server == Server::Rabbitmq {
+            1..=crate::servers::SETTLE_WAIT_MS.len()
+        } else {
+            0..=0
+        };
+        let restarts_ok = restarts
+            .and_then(|n| n.checked_sub(killed))
+            .is_some_and(|n| settling.contains(&n));
+        if entry["private"] != Value::Bool(!given) || !restarts_ok {
             audit.problem(
                 SERVERS,
                 format!(
-                    "{}: private {} with {} restarts; the command and chaos.json give private {} with {killed}",
+                    "{}: private {} with {} restarts; the command and chaos.json give private {} with {killed} and {}..={} settling the queues",
                     server.name(),
                     entry["private"],
                     restarts.map_or("no".to_string(), |n| n.to_string()),
-                    !given
+                    !given,
+                    settling.start(),
+                    settling.end()
                 ),
             );
         }
@@ -329,9 +354,10 @@ mod tests {
             "stack": def.name,
             "servers": [
                 {"server": "postgres", "private": true, "restart_wall_ms": []},
-                {"server": "rabbitmq", "private": true, "restart_wall_ms": [3900]}
+                {"server": "rabbitmq", "private": true, "restart_wall_ms": [1100, 3900]}
             ],
-            "kills": [{"server": "rabbitmq", "point": format!("chaos@{at}"), "restart_wall_ms": 3900.0}]
+            "kills": [{"server": "rabbitmq", "point": format!("chaos@{at}"), "restart_wall_ms": 3900.0}],
+            "queues_settled": true
         })
         .to_string();
         let processes = Processes {
