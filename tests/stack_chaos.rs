@@ -257,3 +257,61 @@ fn a_variant_run_that_loses_audits_pass_and_a_doctored_lost_count_fails() {
     let left = place.settle();
     assert!(left.is_empty(), "left running: {left:?}");
 }
+
+/// A server that cannot be reached ends the run before any process ran: exit 69, one line,
+/// and nothing left behind (no `DIR`, no `DIR.partial`, nothing in TMPDIR), so the same
+/// command runs again as the first did. A closed stdout leaves no work directory either.
+#[test]
+fn an_unreachable_server_leaves_no_partial_output_and_a_closed_stdout_no_work_directory() {
+    let place = Place::new("chaosgone");
+    let pg = "postgres://x@127.0.0.1:1/x";
+    let amqp = "amqp://guest:guest@127.0.0.1:1/%2f";
+    let cases: &[(&[&str], &str)] = &[(
+        &["--pg-url", pg, "--amqp-url", amqp],
+        "cannot reach PostgreSQL",
+    )];
+    let tmp = place.path().join("tmp");
+    for (more, want) in cases {
+        // Twice: a first run that left its DIR.partial would make the second exit 2.
+        for _ in 0..2 {
+            let mut args = vec!["chaos", "14", "--messages", "5", "--out", "gone"];
+            args.extend_from_slice(STACK);
+            args.extend_from_slice(more);
+            let out = place.run(&args);
+            let err = stderr(&out);
+            assert_eq!(code(&out), 69, "{more:?}: {err}");
+            assert_eq!(err.trim().lines().count(), 1, "{more:?}: {err}");
+            assert!(err.contains(want), "{more:?}: {err}");
+            for left in ["gone", "gone.partial"] {
+                assert!(!place.path().join(left).exists(), "{more:?}: {left} left");
+            }
+            let kept: Vec<_> = std::fs::read_dir(&tmp).unwrap().collect();
+            assert!(kept.is_empty(), "{more:?}: left in TMPDIR: {kept:?}");
+        }
+    }
+    // The report cannot be printed (its reader is gone): the evidence is kept, the work
+    // directory goes all the same.
+    let mut child = place
+        .command(&[
+            "chaos",
+            "14",
+            "--messages",
+            "10",
+            "--kills",
+            "1",
+            "--out",
+            "closed",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("the crashlab binary runs");
+    drop(child.stdout.take());
+    let status = child.wait().expect("the run ends");
+    assert!(!status.success(), "a closed stdout is a failed write");
+    assert!(place.path().join("closed/chaos.json").is_file());
+    let kept: Vec<_> = std::fs::read_dir(&tmp).unwrap().collect();
+    assert!(kept.is_empty(), "left in TMPDIR: {kept:?}");
+    let left = place.settle();
+    assert!(left.is_empty(), "left running: {left:?}");
+}
