@@ -12,6 +12,8 @@ mod common;
 #[allow(dead_code)]
 #[path = "stack_driver/place.rs"]
 mod place;
+#[path = "tamper/support.rs"]
+mod support;
 
 use std::process::Command;
 
@@ -185,6 +187,131 @@ fn bad_input_is_one_line_exit_2_and_starts_no_server() {
         assert!(stdout(&out).is_empty());
         assert!(!place.path().join("bad").exists() && !place.path().join("bad.partial").exists());
     }
+    let left = place.settle();
+    assert!(left.is_empty(), "left running: {left:?}");
+}
+
+/// A known-broken design under a broker kill: the run records what it lost (exit 1), and its
+/// untouched evidence audits PASS, saying so; a chaos.json whose lost count is not the kept
+/// rows' fails the audit. The audit judges the evidence, not the design.
+#[test]
+fn a_variant_run_that_loses_audits_pass_and_a_doctored_lost_count_fails() {
+    let place = Place::new("chaosvar");
+    let mut args = vec![
+        "chaos",
+        "14",
+        "--messages",
+        "20",
+        "--consumers",
+        "2",
+        "--kills",
+        "0",
+        "--seed",
+        "2",
+        "--server-kills",
+        "1",
+        "--server",
+        "rabbitmq",
+        "--variant",
+        "transient",
+        "--timeout-ms",
+        "180000",
+        "--json",
+        "--out",
+        "v",
+    ];
+    args.extend_from_slice(STACK);
+    let out = place.run(&args);
+    let last = stdout(&out).trim().lines().last().unwrap_or("").to_string();
+    let r: serde_json::Value = serde_json::from_str(&last).expect("one JSON report");
+    let lost = r["lost"].as_i64().expect("lost");
+    // A transient queue loses what the broker held at its kill; how much is timing's.
+    assert_eq!(code(&out), if r["ok"] == true { 0 } else { 1 }, "{r}");
+    assert_eq!(r["ok"], lost == 0 && r["problems"] == serde_json::json!([]));
+    let audit = place.run(&["audit", "v"]);
+    let said = stdout(&audit);
+    assert_eq!(code(&audit), 0, "{said}\n{}", stderr(&audit));
+    let recorded = if lost > 0 { "the run recorded " } else { "" };
+    assert!(
+        said.contains("PASS: chaos 14, 20 messages")
+            && said.contains(&format!(", {recorded}{lost} lost, ")),
+        "{said}"
+    );
+    // The lost count changed, the manifest re-hashed to agree: the kept rows give it away.
+    let copy = place.path().join("v-doctored");
+    support::copy_dir(&place.path().join("v"), &copy);
+    let chaos = copy.join("chaos.json");
+    let mut doctored = json(&chaos);
+    doctored["lost"] = serde_json::json!(if lost > 0 { 0 } else { 1 });
+    std::fs::write(&chaos, serde_json::to_string_pretty(&doctored).unwrap()).unwrap();
+    support::rehash(&copy);
+    let (code_doctored, report) = support::audit(&copy);
+    assert_eq!(code_doctored, 1, "{report}");
+    assert!(
+        report.contains(&format!(
+            "chaos.json: lost is {}, the kept databases and events give {lost}",
+            doctored["lost"]
+        )),
+        "{report}"
+    );
+    let left = place.settle();
+    assert!(left.is_empty(), "left running: {left:?}");
+}
+
+/// A server that cannot be reached ends the run before any process ran: exit 69, one line,
+/// and nothing left behind (no `DIR`, no `DIR.partial`, nothing in TMPDIR), so the same
+/// command runs again as the first did. A closed stdout leaves no work directory either.
+#[test]
+fn an_unreachable_server_leaves_no_partial_output_and_a_closed_stdout_no_work_directory() {
+    let place = Place::new("chaosgone");
+    let pg = "postgres://x@127.0.0.1:1/x";
+    let amqp = "amqp://guest:guest@127.0.0.1:1/%2f";
+    let cases: &[(&[&str], &str)] = &[(
+        &["--pg-url", pg, "--amqp-url", amqp],
+        "cannot reach PostgreSQL",
+    )];
+    let tmp = place.path().join("tmp");
+    for (more, want) in cases {
+        // Twice: a first run that left its DIR.partial would make the second exit 2.
+        for _ in 0..2 {
+            let mut args = vec!["chaos", "14", "--messages", "5", "--out", "gone"];
+            args.extend_from_slice(STACK);
+            args.extend_from_slice(more);
+            let out = place.run(&args);
+            let err = stderr(&out);
+            assert_eq!(code(&out), 69, "{more:?}: {err}");
+            assert_eq!(err.trim().lines().count(), 1, "{more:?}: {err}");
+            assert!(err.contains(want), "{more:?}: {err}");
+            for left in ["gone", "gone.partial"] {
+                assert!(!place.path().join(left).exists(), "{more:?}: {left} left");
+            }
+            let kept: Vec<_> = std::fs::read_dir(&tmp).unwrap().collect();
+            assert!(kept.is_empty(), "{more:?}: left in TMPDIR: {kept:?}");
+        }
+    }
+    // The report cannot be printed (its reader is gone): the evidence is kept, the work
+    // directory goes all the same.
+    let mut child = place
+        .command(&[
+            "chaos",
+            "14",
+            "--messages",
+            "10",
+            "--kills",
+            "1",
+            "--out",
+            "closed",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("the crashlab binary runs");
+    drop(child.stdout.take());
+    let status = child.wait().expect("the run ends");
+    assert!(!status.success(), "a closed stdout is a failed write");
+    assert!(place.path().join("closed/chaos.json").is_file());
+    let kept: Vec<_> = std::fs::read_dir(&tmp).unwrap().collect();
+    assert!(kept.is_empty(), "left in TMPDIR: {kept:?}");
     let left = place.settle();
     assert!(left.is_empty(), "left running: {left:?}");
 }

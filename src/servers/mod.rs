@@ -12,6 +12,8 @@ pub mod names;
 pub mod ports;
 pub mod postgres;
 mod prepare;
+// The audit bounds the broker restarts a run's queue settling may make.
+pub use prepare::SETTLE_WAIT_MS;
 pub mod process;
 pub mod queues;
 pub mod rabbitmq;

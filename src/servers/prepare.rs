@@ -15,7 +15,7 @@ use crate::stackfile::StackFile;
 /// attempt, left longer, after each queue the kill lost or broke). Measured on RabbitMQ
 /// 3.10.8: a classic queue killed at once is lost about once in twenty; a quorum queue killed
 /// at once comes back broken, left 8 s it comes back whole.
-const SETTLE_WAIT_MS: [u64; 4] = [1_000, 3_000, 8_000, 16_000];
+pub const SETTLE_WAIT_MS: [u64; 4] = [1_000, 3_000, 8_000, 16_000];
 /// How long the Raft leaders of settled quorum queues may take to come back after a restart.
 const LEADERS_WAIT_MS: u64 = 60_000;
 

@@ -152,6 +152,19 @@ impl Broker {
     /// Declare the queue: durable, `x-queue-type` from `stack.json` (the arguments
     /// `crashlab servers` and the engine declare it with too), and say so in the trace.
     fn declare(&mut self) -> Result<()> {
+        self.declare_unsaid()?;
+        out::line(&format!(
+            "DECLARED queue={} durable=true type={}",
+            self.logical,
+            self.queue_type.name()
+        ));
+        out::flush();
+        Ok(())
+    }
+
+    /// As `declare`, without the trace line: for the engine, whose stdout is its report
+    /// (one JSON document under `--json`), not a role's trace.
+    pub fn declare_unsaid(&mut self) -> Result<()> {
         bound(
             &self.runtime,
             &format!("queue.declare {}", self.logical),
@@ -162,12 +175,6 @@ impl Broker {
                 crate::servers::queues::arguments(self.queue_type),
             ),
         )?;
-        out::line(&format!(
-            "DECLARED queue={} durable=true type={}",
-            self.logical,
-            self.queue_type.name()
-        ));
-        out::flush();
         Ok(())
     }
 

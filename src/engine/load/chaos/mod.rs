@@ -89,17 +89,32 @@ pub fn run(
         .context("creating the work directory")?;
     let root = partial.clone().unwrap_or_else(|| temp.path().to_path_buf());
     let work = root.join("db");
-    fs::create_dir_all(&work).with_context(|| format!("creating {}", work.display()))?;
-    fs::create_dir_all(root.join(LOGS)).context("creating the logs directory")?;
-    // A lab on servers: the run's servers, its databases and queues, `stack.json` in the
-    // work directory, before the profile creates its stores.
-    crate::engine::fleet::check(lab, &o.stack)?;
-    let session = crate::engine::fleet::Session::start(lab, &o.stack)?;
-    let stackfile = match &session {
-        Some(session) => Some(session.prepare(&crate::engine::fleet::tag("l", 0), &work)?),
-        None => None,
+    let setup = || -> Result<_> {
+        fs::create_dir_all(&work).with_context(|| format!("creating {}", work.display()))?;
+        fs::create_dir_all(root.join(LOGS)).context("creating the logs directory")?;
+        // A lab on servers: the run's servers, its databases and queues, `stack.json` in
+        // the work directory, before the profile creates its stores.
+        crate::engine::fleet::check(lab, &o.stack)?;
+        let session = crate::engine::fleet::Session::start(lab, &o.stack)?;
+        let stackfile = match &session {
+            Some(session) => Some(session.prepare(&crate::engine::fleet::tag("l", 0), &work)?),
+            None => None,
+        };
+        profile.create(&work)?;
+        Ok((session, stackfile))
     };
-    profile.create(&work)?;
+    let (session, stackfile) = match setup() {
+        Ok(set) => set,
+        Err(e) => {
+            // No process ran: the output holds empty directories at most (a server that
+            // could not be reached or started, a store not made). It goes, as a driver
+            // run's does, so the same command can run again once the servers are up.
+            if let Some(partial) = &partial {
+                let _ = fs::remove_dir_all(partial);
+            }
+            return Err(e);
+        }
+    };
     let (kill_at, _) = kills::schedule(o.seed, profile.units(o.messages), o.kills);
     let schedule = Schedule {
         shape: o.shape(),
@@ -184,6 +199,9 @@ pub fn run(
         let out = o.out.as_ref().expect("partial implies out");
         crate::engine::evidence::publish(partial, out)?;
     }
+    // The work directory goes before the report is printed: a closed stdout ends the
+    // process at the print (`out::write_failed`), past every destructor.
+    drop(temp);
     if o.json {
         crate::say!("{}", serde_json::to_string(&report)?);
     } else {

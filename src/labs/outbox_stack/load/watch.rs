@@ -18,7 +18,9 @@ use crate::engine::load::profile::{Observed, Watch};
 pub fn create(work: &Path) -> Result<()> {
     pg::open_in(work, STORES.sender, &SENDER, Session::Durable, true)?;
     pg::open_in(work, STORES.receiver, &RECEIVER, Session::Durable, true)?;
-    Broker::open_in(work, STORES.queue, false, true)?.close()
+    let mut broker = Broker::open_in(work, STORES.queue, false, false)?;
+    broker.declare_unsaid()?;
+    broker.close()
 }
 
 pub struct Watcher {
