@@ -209,6 +209,55 @@ fn a_server_kill_at_every_point_recovers_and_audits_pass() {
     );
 }
 
+/// The seed under broker kills: the run settles its queue first (restarts beyond the kills,
+/// which the audit accepts), and the one field that differs from the seed's story is the
+/// broker's: every message it recovers after a restart comes flagged redelivered.
+#[test]
+fn a_broker_kill_run_audits_its_settling_restarts_and_shows_the_broker_redelivered_flag() {
+    let place = Place::new("bkill");
+    let out = place.run(&[
+        "driver",
+        "14",
+        "--stack",
+        "postgres-rabbitmq",
+        "--crash-mode",
+        "server-kill",
+        "--server",
+        "rabbitmq",
+        "--out",
+        "ev",
+    ]);
+    let text = stdout(&out);
+    assert_eq!(code(&out), 1, "{text}{}", stderr(&out));
+    let differs: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("  ") && l.contains("expected"))
+        .collect();
+    assert_eq!(
+        differs,
+        [
+            "  final-verify: exit 1, expected 0",
+            "  final-verify: receiver.redelivered: expected 1, observed 2"
+        ],
+        "{text}"
+    );
+    let servers = common::json(&place.path().join("ev").join("servers.json"));
+    assert_eq!(servers["queues_settled"], true, "{servers}");
+    let audited = audit(&place, "ev");
+    let said = stdout(&audited);
+    assert_eq!(code(&audited), 1, "{said}");
+    assert!(
+        !said.lines().any(|l| l.starts_with("servers.json:")),
+        "{said}"
+    );
+    assert!(said.contains("FAIL: 2 problems"), "{said}");
+    assert_eq!(
+        place.settle(),
+        Vec::<String>::new(),
+        "servers outlived the run"
+    );
+}
+
 #[test]
 fn a_driver_killed_mid_run_leaves_no_server() {
     let place = Place::new("sigkill");

@@ -123,7 +123,7 @@ fn validate_servers(lab: &Lab, profile: &dyn LoadProfile, o: &Options) -> Result
                     "--server-kills {n} --server {}: that server is yours ({flag}); crashlab kills only servers it started",
                     server.name()
                 ))),
-                None => Ok(()),
+                None => crate::engine::fleet::check_quorum_kill(&o.stack, server),
             }
         }
     }
