@@ -223,9 +223,14 @@ pub fn tag(kind: &str, index: usize) -> String {
 
 /// `--server S` with server-kill: the lab runs on a stack with S, and S is private.
 pub fn check_kill(lab: &Lab, args: &StackArgs, server: Server) -> Result<()> {
+    check_kill_by(lab, args, server, "--crash-mode server-kill")
+}
+
+/// As `check_kill`, for the option `what` that asks for the kills (chaos: `--server-kills N`).
+pub fn check_kill_by(lab: &Lab, args: &StackArgs, server: Server, what: &str) -> Result<()> {
     let Some(def) = lab.stack else {
         return Err(fail::usage(format!(
-            "--crash-mode server-kill: lab {} on stack sqlite has no servers (give --stack)",
+            "{what}: lab {} on stack sqlite has no servers (give --stack)",
             lab.id
         )));
     };
@@ -242,7 +247,7 @@ pub fn check_kill(lab: &Lab, args: &StackArgs, server: Server) -> Result<()> {
     };
     if let Some(flag) = given {
         return Err(fail::usage(format!(
-            "--crash-mode server-kill --server {}: that server is yours ({flag}); crashlab kills only servers it started",
+            "{what} --server {}: that server is yours ({flag}); crashlab kills only servers it started",
             server.name()
         )));
     }

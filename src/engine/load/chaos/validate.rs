@@ -7,7 +7,6 @@ use super::options::{Options, KILLS_MAX, TIMEOUT_MS_MAX};
 use crate::engine::crash_mode::CrashMode;
 use crate::engine::load::profile::LoadProfile;
 use crate::engine::load::server_kills;
-use crate::engine::stack::Server;
 use crate::engine::Lab;
 use crate::fail;
 
@@ -100,31 +99,11 @@ fn validate_servers(lab: &Lab, profile: &dyn LoadProfile, o: &Options) -> Result
         (n, None) => Err(fail::usage(format!(
             "--server-kills {n}: name the server to kill with --server postgres|rabbitmq"
         ))),
-        (n, Some(server)) => {
-            let Some(def) = lab.stack else {
-                return Err(fail::usage(format!(
-                    "--server-kills {n}: lab {} on stack sqlite has no servers (give --stack)",
-                    lab.id
-                )));
-            };
-            if !server.in_stack(def) {
-                return Err(fail::usage(format!(
-                    "--server {}: stack {} has no such server",
-                    server.name(),
-                    def.name
-                )));
-            }
-            let given = match server {
-                Server::Postgres => o.stack.pg_url.is_some().then_some("--pg-url"),
-                Server::Rabbitmq => o.stack.amqp_url.is_some().then_some("--amqp-url"),
-            };
-            match given {
-                Some(flag) => Err(fail::usage(format!(
-                    "--server-kills {n} --server {}: that server is yours ({flag}); crashlab kills only servers it started",
-                    server.name()
-                ))),
-                None => crate::engine::fleet::check_quorum_kill(&o.stack, server),
-            }
-        }
+        (n, Some(server)) => crate::engine::fleet::check_kill_by(
+            lab,
+            &o.stack,
+            server,
+            &format!("--server-kills {n}"),
+        ),
     }
 }
