@@ -154,23 +154,22 @@ fn finding(
         .iter()
         .map(|(a, n)| format!("{} x{n}", a.name()))
         .collect();
+    let shown = if anomalies.is_empty() {
+        "no bad anomaly".to_string()
+    } else {
+        anomalies.join(", ")
+    };
     let mut text = if d.predictions.is_empty() && broke_at.is_empty() {
         format!(
             "{}: every invariant holds at every reached point, no bad anomaly",
             d.name
         )
     } else if d.predictions.is_empty() {
-        // Predicted to hold, yet broke: the summary must not say it held (the differences
-        // above name each case).
+        // Predicted to hold, yet broke: the summary must not say it held.
         format!(
-            "{}: predicted to hold, yet breaks at {} ({})",
+            "{}: predicted to hold, yet breaks at {} ({shown})",
             d.name,
-            broke_at.join(", "),
-            if anomalies.is_empty() {
-                "no bad anomaly".to_string()
-            } else {
-                anomalies.join(", ")
-            }
+            broke_at.join(", ")
         )
     } else {
         let mut says: Vec<&str> = Vec::new();
@@ -195,14 +194,9 @@ fn finding(
             .collect();
         let at = at.join(", ");
         format!(
-            "{}: predicted {} shown at {at} ({})",
+            "{}: predicted {} shown at {at} ({shown})",
             d.name,
-            says.join("; "),
-            if anomalies.is_empty() {
-                "no bad anomaly".to_string()
-            } else {
-                anomalies.join(", ")
-            }
+            says.join("; ")
         )
     };
     let points: BTreeSet<&str> = left_out.iter().copied().collect();
