@@ -161,13 +161,7 @@ pub(super) fn check_kills(
         }
         let kills = expected.iter().filter(|(s, _)| *s == server).count();
         let restarts = entry["restart_wall_ms"].as_array().map(Vec::len);
-        // A run that kills the broker settles its queues first (`fleet::Session::start`):
-        // one restart per attempt, at least one, at most one per settle wait.
-        let settling = if settles && server == Server::Rabbitmq {
-            1..=crate::servers::SETTLE_WAIT_MS.len()
-        } else {
-            0..=0
-        };
+        let settling = crate::engine::fleet::settle_restarts(settles, server);
         let restarts_ok = restarts
             .and_then(|n| n.checked_sub(kills))
             .is_some_and(|n| settling.contains(&n));

@@ -254,6 +254,16 @@ pub fn check_kill_by(lab: &Lab, args: &StackArgs, server: Server, what: &str) ->
     check_quorum_kill(args, server)
 }
 
+/// How many restarts of `server` beyond its kills a run may show: a run that kills the broker
+/// settles its queues first (`Session::start`), one restart per attempt, at least one.
+pub fn settle_restarts(settles: bool, server: Server) -> std::ops::RangeInclusive<usize> {
+    if settles && server == Server::Rabbitmq {
+        1..=crate::servers::SETTLE_WAIT_MS.len()
+    } else {
+        0..=0
+    }
+}
+
 /// A broker kill on a quorum queue is refused: after the restart the queue answers a count of
 /// 0 until its Raft leader is elected, and nothing short of taking a message tells "empty"
 /// from "no leader yet", so recovery and the checker would read a held design as broken

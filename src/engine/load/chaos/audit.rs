@@ -254,11 +254,7 @@ fn record(
         };
         let restarts = entry["restart_wall_ms"].as_array().map(Vec::len);
         let killed = made.iter().filter(|k| k.server == server).count();
-        let settling = if settles && server == Server::Rabbitmq {
-            1..=crate::servers::SETTLE_WAIT_MS.len()
-        } else {
-            0..=0
-        };
+        let settling = crate::engine::fleet::settle_restarts(settles, server);
         let restarts_ok = restarts
             .and_then(|n| n.checked_sub(killed))
             .is_some_and(|n| settling.contains(&n));
