@@ -48,10 +48,11 @@ impl Point {
 }
 
 /// How an armed point stops the process.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Mode {
     /// `std::process::exit(73)`: runs libc's atexit handlers and flushes Rust's stdout.
+    #[default]
     Exit,
     /// `std::process::abort()`: SIGABRT, no atexit handlers, no user-space flush.
     Abort,

@@ -63,6 +63,16 @@ pub enum Event {
     Paused { point: String, hit: u32 },
 }
 
+impl Event {
+    /// `what` is durable on `db`: a transaction returned from COMMIT.
+    pub fn commit(db: &str, what: &str) -> Event {
+        Event::Commit {
+            db: db.to_string(),
+            what: what.to_string(),
+        }
+    }
+}
+
 static FILE: Mutex<Option<File>> = Mutex::new(None);
 
 /// Open the events file named by `CRASHLAB_EVENTS`, if any, at the start of a process.

@@ -8,26 +8,29 @@ use crashlab::{cli, crash, engine, fail, out, route, store};
 
 fn main() {
     engine::process::die_with_parent_if_asked();
-    engine::registry::install(crashlab::labs::LABS);
+    let labs = crashlab::labs::LABS;
+    engine::registry::install(labs);
     out::catch_print_panics();
     // `crashlab` alone is someone asking what this is: the short guide, and success.
     if std::env::args_os().len() == 1 {
-        out::print(&cli::guide());
+        out::print(&cli::guide(labs));
         std::process::exit(fail::EXIT_OK);
     }
     // Parsed in two steps so the subcommand's own name (the role) is at hand for the events.
-    let parser = if may_show_help() {
-        cli::command()
-    } else {
-        cli::parser()
+    // A role pays only for its own flags: its parser alone is built, never the whole tree.
+    let first = std::env::args().skip(1).find(|a| !a.starts_with('-'));
+    let parser = match cli::role_entry(labs, first.as_deref()) {
+        Some(role) if !may_show_help() => cli::role_parser(role),
+        _ if may_show_help() => cli::command(labs),
+        _ => cli::parser(labs),
     };
     let matches = match parser.try_get_matches() {
         Ok(matches) => matches,
         Err(error) => usage_error(error),
     };
     // A lab's role runs through its lab; every other subcommand is the engine's.
-    let what = match cli::role_lab(&matches) {
-        Some(lab) => What::Role(lab),
+    let what = match cli::role(labs, &matches) {
+        Some(role) => What::Role(role),
         None => match cli::Cli::from_arg_matches(&matches) {
             Ok(cli) => What::Engine(cli.command),
             Err(error) => usage_error(error),
@@ -44,7 +47,11 @@ fn main() {
         pid: std::process::id(),
     });
     let ran = match what {
-        What::Role(lab) => (lab.cli.run)(&matches),
+        What::Role(cli::RoleRun::Entry(role)) => {
+            let (_, own) = matches.subcommand().expect("a role is a subcommand");
+            (role.run)(own)
+        }
+        What::Role(cli::RoleRun::Subcommands(run)) => run(&matches),
         What::Engine(command) => route::run(command),
     };
     let code = match ran {
@@ -87,7 +94,7 @@ fn main() {
 /// What a command line asks to run.
 enum What {
     /// One of a lab's roles.
-    Role(&'static engine::Lab),
+    Role(cli::RoleRun),
     /// One of the engine's commands.
     Engine(cli::Command),
 }

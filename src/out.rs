@@ -166,10 +166,7 @@ pub fn warn(text: &str) {
 pub fn committed(db: &str, what: &str) {
     line(&format!("COMMITTED {db} {what}"));
     flush();
-    crate::events::emit(&crate::events::Event::Commit {
-        db: db.to_string(),
-        what: what.to_string(),
-    });
+    crate::events::emit(&crate::events::Event::commit(db, what));
 }
 
 #[cfg(test)]

@@ -13,13 +13,20 @@ use std::time::{Duration, Instant};
 
 use crashlab::crash::Mode;
 use crashlab::engine::nemesis;
-use crashlab::labs::outbox_inbox::roles::{self, Argv, Consume, Send, CONSUME, FILES};
+use crashlab::labs::outbox_inbox::roles::{Consumer, Enqueue, Publisher, Sender, Verify};
+use crashlab::labs::outbox_inbox::stack::Stack::Sqlite;
 use crashlab::labs::outbox_inbox::variant::Variant;
+use crashlab::role::{Argv, Role};
 use serde_json::Value;
 
 const EXE: &str = env!("CARGO_BIN_EXE_crashlab");
 
-/// A role's argv from lab 14's typed builders, as words.
+/// Lab 14's consumer of the contract: one delivery at a time, default name and lease.
+fn consumer() -> Consumer {
+    Consumer::of(Sqlite, Variant::Correct)
+}
+
+/// A role's argv from lab 14's roles, as words.
 fn words(argv: Argv) -> Vec<String> {
     argv.into_vec()
 }
@@ -120,7 +127,7 @@ fn last_json(stdout: &str) -> Value {
 }
 
 fn verify(dir: &Path) -> Value {
-    last_json(&ok(dir, &strs(&words(roles::verify(&FILES, true, None)))))
+    last_json(&ok(dir, &strs(&words(Verify::of(Sqlite, None).argv()))))
 }
 
 /// `CONSUMED applied=A duplicates=D rejected=R` → (A, D).
@@ -237,13 +244,10 @@ fn consumers_racing_on_one_message_make_exactly_one_effect() {
     let d = dir.path();
     let deliveries = 24;
     let consumers = 4;
-    let enqueue = words(roles::enqueue(&FILES, "M1", "R1", 25));
+    let enqueue = words(Enqueue::of(Sqlite, "M1", "R1", 25).argv());
     ok(d, &strs(&enqueue));
     // Create the receiver file before the race (the crash comes before the claim commits).
-    let first = crashing(
-        roles::consumer(&FILES, &CONSUME),
-        "consumer.before-claim-commit",
-    );
+    let first = crashing(consumer().argv(), "consumer.before-claim-commit");
     let out = crashlab(d, &strs(&first));
     assert_eq!(out.status.code(), Some(73));
     for _ in 1..deliveries {
@@ -252,12 +256,12 @@ fn consumers_racing_on_one_message_make_exactly_one_effect() {
     let children: Vec<Running> = (1..=consumers)
         .map(|c| {
             let id = format!("c{c}");
-            let how = Consume {
-                consumer_id: Some(&id),
+            let how = Consumer {
+                consumer_id: Some(id.clone()),
                 batch: 1,
-                ..CONSUME
+                ..consumer()
             };
-            spawn(d, &strs(&words(roles::consumer(&FILES, &how))))
+            spawn(d, &strs(&words(how.argv())))
         })
         .collect();
     let (mut applied, mut duplicates, mut races) = (0, 0, 0);
@@ -284,12 +288,12 @@ fn consumers_racing_on_one_message_make_exactly_one_effect() {
             assert!(restarts_left > 0, "{what}: busy again and again");
             restarts_left -= 1;
             let id = format!("c{}", i + 1);
-            let how = Consume {
-                consumer_id: Some(&id),
+            let how = Consumer {
+                consumer_id: Some(id.clone()),
                 batch: 1,
-                ..CONSUME
+                ..consumer()
             };
-            running = spawn(d, &strs(&words(roles::consumer(&FILES, &how))));
+            running = spawn(d, &strs(&words(how.argv())));
         }
     }
     let restarts = 8 - restarts_left;
@@ -334,29 +338,30 @@ fn consumers_racing_on_one_message_make_exactly_one_effect() {
 fn redelivery_after_retention(retention_ms: i64, delay: Duration) -> (i64, i64, String) {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let one = Send::One {
-        contract: "C1",
-        amount: 25,
-        message: "M1",
-    };
-    ok(d, &strs(&words(roles::sender(&FILES, one, 1))));
+    ok(d, &strs(&words(Sender::one(Sqlite, "C1", 25, "M1").argv())));
     // The publisher dies between its queue commit and its Outbox commit: M1 will go again.
-    let publisher = || roles::publisher(&FILES, 1, Variant::Correct);
+    let publisher = || {
+        Publisher {
+            batch: 1,
+            ..Publisher::of(Sqlite, Variant::Correct)
+        }
+        .argv()
+    };
     let out = crashlab(
         d,
         &strs(&crashing(publisher(), "publisher.after-queue-commit")),
     );
     assert_eq!(out.status.code(), Some(73));
-    let consume = words(roles::consumer(&FILES, &CONSUME));
+    let consume = words(consumer().argv());
     let (applied, _) = consumed(&ok(d, &strs(&consume)));
     assert_eq!(applied, 1);
     std::thread::sleep(delay);
     ok(d, &strs(&words(publisher())));
-    let cleaning = Consume {
+    let cleaning = Consumer {
         inbox_retention_ms: Some(retention_ms),
-        ..CONSUME
+        ..consumer()
     };
-    let stdout = ok(d, &strs(&words(roles::consumer(&FILES, &cleaning))));
+    let stdout = ok(d, &strs(&words(cleaning.argv())));
     let v = verify(d);
     assert_eq!(v["queue"]["deliveries"], 2, "two physical deliveries: {v}");
     assert_eq!(v["queue"]["pending"], 0);
@@ -404,11 +409,20 @@ fn two_publishers_on_one_outbox_lose_nothing_and_the_inbox_absorbs_duplicates() 
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let n = 400;
-    let generate = Send::Generate { n, seed: 3 };
-    ok(d, &strs(&words(roles::sender(&FILES, generate, 50))));
+    let generate = Sender {
+        batch: 50,
+        ..Sender::generate(Sqlite, n, 3)
+    };
+    ok(d, &strs(&words(generate.argv())));
     // The queue file exists before both start, so neither races to create it.
-    ok(d, &strs(&words(roles::enqueue(&FILES, "W0", "W0", 1))));
-    let publish = words(roles::publisher(&FILES, 5, Variant::Correct));
+    ok(d, &strs(&words(Enqueue::of(Sqlite, "W0", "W0", 1).argv())));
+    let publish = words(
+        Publisher {
+            batch: 5,
+            ..Publisher::of(Sqlite, Variant::Correct)
+        }
+        .argv(),
+    );
     let a = spawn(d, &strs(&publish));
     let b = spawn(d, &strs(&publish));
     finish(a, "publisher a");
@@ -463,21 +477,15 @@ fn two_publishers_on_one_outbox_lose_nothing_and_the_inbox_absorbs_duplicates() 
         0
     );
     let consume = |c: &str| {
-        let how = Consume {
-            consumer_id: Some(c),
+        let how = Consumer {
+            consumer_id: Some(c.to_string()),
             batch: 10,
-            ..CONSUME
+            ..consumer()
         };
-        spawn(d, &strs(&words(roles::consumer(&FILES, &how))))
+        spawn(d, &strs(&words(how.argv())))
     };
     // A receiver file first, then two consumers at once.
-    let first = crashlab(
-        d,
-        &strs(&crashing(
-            roles::consumer(&FILES, &CONSUME),
-            "consumer.after-ack",
-        )),
-    );
+    let first = crashlab(d, &strs(&crashing(consumer().argv(), "consumer.after-ack")));
     assert_eq!(first.status.code(), Some(73));
     let (c1, c2) = (consume("c1"), consume("c2"));
     let mut applied = 0;
@@ -850,9 +858,18 @@ fn a_publisher_crash_before_its_shared_mark_resends_at_most_four_batches_and_los
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let (n, batch) = (40, 5);
-    let generate = Send::Generate { n, seed: 1 };
-    ok(d, &strs(&words(roles::sender(&FILES, generate, batch))));
-    let publisher = || roles::publisher(&FILES, batch, Variant::Correct);
+    let generate = Sender {
+        batch,
+        ..Sender::generate(Sqlite, n, 1)
+    };
+    ok(d, &strs(&words(generate.argv())));
+    let publisher = || {
+        Publisher {
+            batch,
+            ..Publisher::of(Sqlite, Variant::Correct)
+        }
+        .argv()
+    };
     // Three queue commits, then the crash: their rows wait for one shared mark.
     let out = crashlab(
         d,
@@ -866,8 +883,11 @@ fn a_publisher_crash_before_its_shared_mark_resends_at_most_four_batches_and_los
         "no row is marked sent before the mark that follows its queue commit"
     );
     ok(d, &strs(&words(publisher())));
-    let consume = Consume { batch, ..CONSUME };
-    let (applied, duplicates) = consumed(&ok(d, &strs(&words(roles::consumer(&FILES, &consume)))));
+    let consume = Consumer {
+        batch,
+        ..consumer()
+    };
+    let (applied, duplicates) = consumed(&ok(d, &strs(&words(consume.argv()))));
     let v = verify(d);
     let deliveries = v["queue"]["deliveries"].as_u64().unwrap();
     assert_eq!(applied, n as u64, "every message applied once: {v}");

@@ -20,9 +20,11 @@
 //!   `crashlab` on PATH are the binary under test; `run-lab.sh` is the checkout's script
 //!   with its one `cargo build` line taken out (checked: the rest is the script as it is,
 //!   ending in `exec "$repo/target/release/crashlab" driver "$lab" "$@"`); `evidence/` is a
-//!   copy of the archive when the block names it. The blocks run in parallel threads.
-//! - A tool a command calls (`sqlite3`, `jq`) must be installed (`.ci/run` installs it): a
-//!   missing one fails the test, never skips it.
+//!   copy of the archive, and `examples/` of the examples, when the block names it. The
+//!   blocks run in parallel threads. A block that starts a service in the background (`&`)
+//!   stops it and waits for it (`kill $!`, `wait $!`): no process may outlive its block.
+//! - A tool a command calls (`sqlite3`, `jq`, `python3`) must be installed (`.ci/run`
+//!   installs it): a missing one fails the test, never skips it.
 
 #[path = "docs/blocks.rs"]
 mod blocks;
@@ -249,7 +251,7 @@ fn every_shown_command_runs_and_exits_as_the_page_says() {
                 }
                 _ => {}
             }
-            for tool in ["sqlite3", "jq"] {
+            for tool in ["sqlite3", "jq", "python3"] {
                 if command.uses(tool) && !run::installed(tool) {
                     uncovered.push(format!(
                         "{}: needs {tool}, which is not installed (.ci/run installs it: apt-get install {tool})",

@@ -73,6 +73,7 @@ fn cases<'a>(report: &'a Value, variant: &str) -> Vec<&'a Value> {
         .collect()
 }
 
+/// Lab 14's points on SQLite, the stack these explore runs are on.
 fn lab_points() -> Vec<String> {
     let ran = run(&["points", "14", "--json"]);
     assert_eq!(ran.code, 0);
@@ -81,6 +82,13 @@ fn lab_points() -> Vec<String> {
         .as_array()
         .expect("points")
         .iter()
+        .filter(|p| {
+            p["stacks"]
+                .as_array()
+                .expect("stacks")
+                .iter()
+                .any(|s| s == "sqlite")
+        })
         .map(|p| p["name"].as_str().expect("a name").to_string())
         .collect()
 }
@@ -711,12 +719,13 @@ fn json_is_one_document_in_jepsens_words_and_every_case_has_its_events() {
     assert_eq!(ack.bad_anomalies.get("unseen"), Some(&1));
 }
 
-/// The points each lab registers, from `crashlab points LAB --json`.
+/// The points each lab registers on its default stack (the one explore runs without
+/// `--stack`), from `crashlab lab show LAB --json`.
 fn points_of(lab: &str) -> Vec<String> {
-    let ran = run(&["points", lab, "--json"]);
+    let ran = run(&["lab", "show", lab, "--json"]);
     assert_eq!(ran.code, 0);
-    let value: Value = serde_json::from_str(&ran.stdout).expect("points JSON");
-    value[0]["points"]
+    let value: Value = serde_json::from_str(&ran.stdout).expect("lab JSON");
+    value["stacks"][0]["points"]
         .as_array()
         .expect("points")
         .iter()

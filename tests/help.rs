@@ -181,7 +181,7 @@ fn help_groups_the_roles_under_their_lab() {
             assert!(heading_of(role).starts_with("Lab 13"), "{role}: {help}");
         }
         for engine in [
-            "driver", "explore", "chaos", "bench", "audit", "points", "digest",
+            "driver", "explore", "chaos", "bench", "probe", "audit", "points", "lab", "digest",
         ] {
             assert!(heading_of(engine).starts_with("Engine"), "{engine}");
         }
@@ -206,10 +206,10 @@ fn crashlab_alone_prints_the_short_guide_and_succeeds() {
     let points = crashlab(dir.path(), &["points", "--json"]);
     let labs: serde_json::Value = serde_json::from_slice(&points.stdout).unwrap();
     let labs = labs.as_array().unwrap();
-    // Short: one line per lab and at most 19 others.
+    // Short: one line per lab and at most 21 others (nine of them the engine commands).
     let lines = guide.lines().count();
     assert!(
-        (8..=19 + labs.len()).contains(&lines),
+        (8..=21 + labs.len()).contains(&lines),
         "{lines} lines:\n{guide}"
     );
     assert!(labs.len() >= 2);
@@ -221,9 +221,18 @@ fn crashlab_alone_prints_the_short_guide_and_succeeds() {
             .find(|l| l.split_whitespace().next() == Some(id))
             .unwrap_or_else(|| panic!("lab {id} not in the guide:\n{guide}"));
         assert!(row.contains(slug), "{row}");
+        // Each lab is one line, with every stack it runs on.
+        let rows = guide
+            .lines()
+            .filter(|l| l.split_whitespace().next() == Some(id))
+            .count();
+        assert_eq!(rows, 1, "lab {id} is listed {rows} times:\n{guide}");
+        for stack in lab["stacks"].as_array().unwrap() {
+            assert!(row.contains(stack.as_str().unwrap()), "{row}");
+        }
     }
     for engine in [
-        "driver", "explore", "chaos", "bench", "audit", "points", "digest",
+        "driver", "explore", "chaos", "bench", "probe", "audit", "points", "lab", "digest",
     ] {
         assert!(
             guide
@@ -250,4 +259,57 @@ fn a_missing_subcommand_after_an_option_is_still_a_usage_error() {
     let dir = tempfile::tempdir().unwrap();
     let output = crashlab(dir.path(), &["--no-trace"]);
     assert_eq!(code(&output), 2, "{}", stdout(&output));
+}
+
+/// `points LAB` names each point once, with the stacks it exists on; `lab show` prints the
+/// same lab as a value whose stacks hold exactly those points.
+#[test]
+fn points_lists_each_point_once_with_its_stacks_as_lab_show_has_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let points = crashlab(dir.path(), &["points", "--json"]);
+    assert_eq!(code(&points), 0, "{}", stderr(&points));
+    let labs: serde_json::Value = serde_json::from_slice(&points.stdout).unwrap();
+    for lab in labs.as_array().unwrap() {
+        let full = lab["lab"].as_str().unwrap();
+        let listed = lab["points"].as_array().unwrap();
+        let mut names: Vec<&str> = listed.iter().map(|p| p["name"].as_str().unwrap()).collect();
+        let all = names.len();
+        names.sort();
+        names.dedup();
+        assert_eq!(names.len(), all, "lab {full} lists a point twice");
+        let shown = crashlab(dir.path(), &["lab", "show", full, "--json"]);
+        assert_eq!(code(&shown), 0, "{}", stderr(&shown));
+        let value: serde_json::Value = serde_json::from_slice(&shown.stdout).unwrap();
+        for point in listed {
+            let name = point["name"].as_str().unwrap();
+            let mut on: Vec<&str> = value["stacks"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|s| {
+                    s["points"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .any(|p| p["name"] == name)
+                })
+                .map(|s| s["name"].as_str().unwrap())
+                .collect();
+            let mut said: Vec<&str> = point["stacks"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|s| s.as_str().unwrap())
+                .collect();
+            on.sort();
+            said.sort();
+            assert!(!on.is_empty(), "{full}: {name}");
+            assert_eq!(on, said, "{full}: {name}");
+        }
+    }
+    // An unknown stack is one line and exit 2.
+    let bad = crashlab(dir.path(), &["lab", "show", "14", "--stack", "nope"]);
+    assert_eq!(code(&bad), 2);
+    assert_eq!(stderr(&bad).lines().count(), 1, "{}", stderr(&bad));
+    assert!(stderr(&bad).contains("no stack 'nope'"), "{}", stderr(&bad));
 }

@@ -414,10 +414,18 @@ fn every_crash_point_is_reached() {
     let listed = crashlab(Path::new("."), &["points", "14", "--json"]);
     assert_eq!(code(&listed), 0);
     let value: serde_json::Value = serde_json::from_slice(&listed.stdout).unwrap();
+    // The points of the SQLite stack, the one these roles run on here.
     let points: Vec<String> = value[0]["points"]
         .as_array()
         .unwrap()
         .iter()
+        .filter(|p| {
+            p["stacks"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|s| s == "sqlite")
+        })
         .map(|p| p["name"].as_str().unwrap().to_string())
         .collect();
     assert!(points.len() >= 8);
@@ -780,6 +788,45 @@ fn bad_input_gets_one_line_and_the_documented_code() {
     one_line(&out, 2, "unknown stage 'nope'");
 }
 
+/// The roles are the same on both stacks; each refuses, in one line and before it touches a
+/// store, what its stack lacks: a design, a crash point, a flag of the SQL queue.
+#[test]
+fn a_role_refuses_what_its_stack_lacks_in_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let servers = ["--stack", "postgres-rabbitmq"];
+    let cases: [(Vec<&str>, &str); 5] = [
+        (
+            vec!["consumer", "--queue", "q.db", "--receiver", "r.db", "--variant", "auto-ack"],
+            "variant auto-ack is not a design of lab 14 on stack sqlite",
+        ),
+        (
+            [&["publisher"][..], &servers, &["--sender", "s", "--queue", "m", "--variant", "mark-before-send"]].concat(),
+            "variant mark-before-send is not a design of lab 14 on stack postgres-rabbitmq",
+        ),
+        (
+            [&["publisher"][..], &servers, &["--sender", "s", "--queue", "m", "--batch", "2"]].concat(),
+            "--batch shapes the SQL queue of stack sqlite",
+        ),
+        (
+            [&["consumer"][..], &servers, &["--queue", "m", "--receiver", "r", "--consumer-id", "c2"]].concat(),
+            "--consumer-id shapes the SQL queue of stack sqlite",
+        ),
+        (
+            [&["consumer"][..], &servers, &["--queue", "m", "--receiver", "r", "--crash-at", "consumer.after-claim-commit"]].concat(),
+            "unknown crash point 'consumer.after-claim-commit' for phase consumer; known: consumer.after-deliver",
+        ),
+    ];
+    for (args, needle) in cases {
+        let out = crashlab(d, &args);
+        let err = stderr(&out);
+        assert_eq!(code(&out), 2, "{args:?}: {err}");
+        assert!(err.contains(needle), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+    }
+    assert!(files(d).is_empty(), "nothing written: {:?}", files(d));
+}
+
 #[test]
 fn moving_a_crash_before_the_commit_breaks_the_expectations_that_follow() {
     let dir = tempfile::tempdir().unwrap();
@@ -869,8 +916,11 @@ fn a_hung_child_is_killed_after_its_bound_and_recorded() {
         .contains("killed by the driver after its timeout"));
 }
 
+/// A SIGKILLed driver leaves no process, and nothing for good: its work directory is removed
+/// by the next run, in one line with its bytes, and its `hung.partial` is refused by name
+/// with the command that removes it (or as a live run's, 75, while its lock is held).
 #[test]
-fn no_child_outlives_a_driver_that_is_killed() {
+fn no_child_outlives_a_driver_that_is_killed_and_the_next_run_sweeps_what_it_left() {
     let dir = tempfile::tempdir().unwrap();
     let tmp = dir.path().join("tmp");
     fs::create_dir(&tmp).unwrap();
@@ -924,6 +974,63 @@ fn no_child_outlives_a_driver_that_is_killed() {
         alive = marked_processes(&mark);
     }
     assert!(alive.is_empty(), "processes outlived the driver: {alive:?}");
+
+    let listed = || -> Vec<String> {
+        let mut names: Vec<String> = fs::read_dir(&tmp)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    };
+    let left = listed();
+    assert!(
+        left.len() == 1 && left[0].starts_with(&format!("crashlab-work-{}-", driver.id())),
+        "{left:?}"
+    );
+    let driver_again = |out: &str| {
+        std::process::Command::new(BIN)
+            .args(["driver", "14", "--out", out])
+            .current_dir(dir.path())
+            .env("TMPDIR", &tmp)
+            .output()
+            .unwrap()
+    };
+    let out = driver_again("next");
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let err = stderr(&out);
+    let swept: Vec<&str> = err.lines().filter(|l| l.starts_with("sweep: ")).collect();
+    assert_eq!(swept.len(), 1, "{err}");
+    // (Other runs' leftovers in /dev/shm, which every run sweeps too, may be named beside it.)
+    assert!(
+        swept[0].starts_with("sweep: removed ")
+            && swept[0].contains(" left by crashlab runs that are gone, ")
+            && swept[0].contains(&left[0]),
+        "{err}"
+    );
+    assert!(listed().is_empty(), "{:?}", listed());
+
+    let out = driver_again("hung");
+    assert_eq!(code(&out), 2, "{}", stderr(&out));
+    assert_eq!(
+        stderr(&out).trim(),
+        "crashlab: hung.partial was left by a crashlab run that is gone; remove it: rm -rf 'hung.partial'"
+    );
+    // A live owner: this test holds the lock a run holds while it writes.
+    let partial = fs::File::open(dir.path().join("hung.partial")).unwrap();
+    use std::os::fd::AsRawFd;
+    // SAFETY: flock on a descriptor this test owns.
+    assert_eq!(
+        unsafe { libc::flock(partial.as_raw_fd(), libc::LOCK_EX) },
+        0
+    );
+    let out = driver_again("hung");
+    assert_eq!(code(&out), 75, "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("hung.partial is being written by a crashlab run still going"),
+        "{}",
+        stderr(&out)
+    );
 }
 
 #[test]

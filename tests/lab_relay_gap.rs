@@ -270,7 +270,7 @@ fn bad_input_is_one_line_with_its_exit_code_and_leaves_nothing() {
     one_line(
         &write(&["--writer", "A", "--body", "x"]),
         2,
-        "no database 'outbox'",
+        "no PostgreSQL database named 'outbox'",
     );
     one_line(
         &[

@@ -358,3 +358,111 @@ fn a_store_profile_is_recorded_with_its_pragmas_and_the_audit_holds_the_run_to_i
     );
     assert_eq!(code(&out), 1, "{}", stdout(&out));
 }
+
+/// Power loss where a lab cannot take it (its state in servers, or no power-loss predictions
+/// to judge it by) is refused by driver, explore and chaos alike before anything starts: one
+/// line naming the modes the lab takes, exit 2, no output directory, no server started (its
+/// temporary directory would show in TMPDIR), no panic.
+#[test]
+fn power_loss_where_a_lab_cannot_take_it_is_refused_before_anything_starts() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let tmp = tempfile::tempdir().unwrap();
+    let stack = &["--stack", "postgres-rabbitmq"];
+    let cases: &[(&[&str], &[&str], &str)] = &[
+        (
+            &["explore", "f2"],
+            &["--cut", "drop"],
+            "lab f2 on stack sqlite refuses it",
+        ),
+        (
+            &["explore", "f2"],
+            &["--variants", "default"],
+            "lab f2 on stack sqlite refuses it",
+        ),
+        (&["explore", "f3"], &[], "lab f3 on stack sqlite refuses it"),
+        (&["driver", "f2"], &[], "lab f2 on stack sqlite refuses it"),
+        (&["driver", "f3"], &[], "lab f3 on stack sqlite refuses it"),
+        (
+            &["driver", "14"],
+            stack,
+            "lab 14 on stack postgres-rabbitmq refuses it",
+        ),
+        (
+            &["explore", "14"],
+            stack,
+            "lab 14 on stack postgres-rabbitmq refuses it",
+        ),
+        (
+            &["explore", "f3"],
+            stack,
+            "lab f3 on stack postgres-rabbitmq refuses it",
+        ),
+        (
+            &["explore", "f1"],
+            &[],
+            "lab f1 on stack postgres refuses it",
+        ),
+        (
+            &["driver", "f1"],
+            &[],
+            "lab f1 on stack postgres refuses it",
+        ),
+        (
+            &["chaos", "14"],
+            stack,
+            "lab 14 on stack postgres-rabbitmq refuses it",
+        ),
+    ];
+    for (command, more, what) in cases {
+        let mut args: Vec<&str> = command.to_vec();
+        args.extend(["--crash-mode", "power-loss", "--out", "x"]);
+        args.extend_from_slice(more);
+        let out = Command::new(BIN)
+            .args(&args)
+            .current_dir(d)
+            .env("TMPDIR", tmp.path())
+            .output()
+            .unwrap();
+        refused(&out, what);
+        let err = stderr(&out);
+        assert!(
+            err.contains("; its crash modes: exit, abort, kill, hang"),
+            "{err}"
+        );
+        assert!(
+            !err.contains("instead"),
+            "{args:?}: no suggestion of a command that fails: {err}"
+        );
+        assert!(common::files(d).is_empty(), "{args:?} left files behind");
+        let made: Vec<_> = fs::read_dir(tmp.path()).unwrap().collect();
+        assert!(made.is_empty(), "{args:?} made {made:?}");
+    }
+    // Where the driver cannot cut a lab that takes power loss, it names the explore that can,
+    // and that command runs (a slice of it here: one cut, the profiles that hold; the whole
+    // of it passes in every_store_profile_of_both_labs_breaks_exactly_where_predicted_…).
+    let out = crashlab(
+        d,
+        &["driver", "13", "--crash-mode", "power-loss", "--out", "x"],
+    );
+    refused(
+        &out,
+        "`crashlab explore 13 --crash-mode power-loss` explores this lab",
+    );
+    let out = crashlab(
+        d,
+        &[
+            "explore",
+            "13",
+            "--crash-mode",
+            "power-loss",
+            "--cut",
+            "drop",
+            "--variants",
+            "default,journal-delete-extra",
+            "--out",
+            "x13",
+        ],
+    );
+    assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
+}

@@ -1,5 +1,7 @@
 //! `crashlab servers`: private PostgreSQL and RabbitMQ servers a user can reach with psql,
-//! killed and restarted on request, and gone when the command ends, however it ends.
+//! killed and restarted on request, and gone when the command ends, however it ends (initdb's
+//! own children too, and the servers' directory is swept by the next run). One owner per
+//! `--work`; a bounded stdin line.
 //!
 //! RabbitMQ takes seconds to boot, so the tests that need it start it twice in all: one run
 //! that is asked everything (psql, kill and restart of both servers, a clean end), one that is
@@ -9,6 +11,7 @@ mod common;
 #[path = "servers/harness.rs"]
 mod harness;
 
+use std::fs;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -461,5 +464,146 @@ fn sigterm_while_a_node_boots_ends_at_once_with_130_and_no_ready_line() {
         );
         std::thread::sleep(Duration::from_millis(20));
     }
+    nothing_left(&place);
+}
+
+/// The entries of a directory, by name.
+fn names(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+fn driver_in(place: &Place, args: &[&str]) -> std::process::Output {
+    Command::new(BIN)
+        .arg("driver")
+        .args(args)
+        .current_dir(&place.work)
+        .env("TMPDIR", &place.tmp)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
+}
+
+fn alive(pid: i32) -> bool {
+    fs::read_to_string(format!("/proc/{pid}/stat"))
+        .is_ok_and(|s| !s[s.rfind(')').unwrap() + 1..].trim_start().starts_with('Z'))
+}
+
+/// initdb forks the postgres that builds the cluster, which PR_SET_PDEATHSIG on initdb
+/// alone leaves running when crashlab dies. Here `initdb` is a script of that shape whose
+/// child works for ten minutes (the real one's ends within seconds, so only a child that
+/// does not end by itself tells whether it was killed): after a SIGKILL of crashlab it is
+/// gone, with its whole process group. The servers' directory is swept by the next run.
+#[test]
+fn initdbs_children_die_with_crashlab_and_its_directory_is_swept() {
+    use std::os::unix::fs::PermissionsExt;
+    let place = place();
+    let bin = place.work.parent().unwrap().join("bin");
+    let shared = place.work.parent().unwrap().join("shared");
+    for dir in [&bin, &shared] {
+        fs::create_dir(dir).unwrap();
+        fs::set_permissions(dir, fs::Permissions::from_mode(0o777)).unwrap();
+    }
+    let initdb = bin.join("initdb");
+    fs::write(
+        &initdb,
+        "#!/bin/sh\nsleep 600 &\necho $! > \"$CRASHLAB_TEST_CHILD.tmp\"\nmv \"$CRASHLAB_TEST_CHILD.tmp\" \"$CRASHLAB_TEST_CHILD\"\nwait\n",
+    )
+    .unwrap();
+    fs::set_permissions(&initdb, fs::Permissions::from_mode(0o755)).unwrap();
+    std::os::unix::fs::symlink("/bin/true", bin.join("postgres")).unwrap();
+    let child_file = shared.join("child");
+    let mut run = Command::new(BIN)
+        .args(["servers", "--databases", "a", "--work"])
+        .arg(&place.work)
+        .env("TMPDIR", &place.tmp)
+        .env("CRASHLAB_PG_BIN", &bin)
+        .env("CRASHLAB_TEST_CHILD", &child_file)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + LINE_WAIT;
+    let pid: i32 = loop {
+        if let Ok(text) = fs::read_to_string(&child_file) {
+            break text.trim().parse().unwrap();
+        }
+        assert!(Instant::now() < deadline, "initdb never started its child");
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    assert!(alive(pid));
+    run.kill().unwrap();
+    run.wait().unwrap();
+    let deadline = Instant::now() + GONE_WAIT;
+    while alive(pid) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let survived = alive(pid);
+    if survived {
+        // SAFETY: kill has no memory effects; the test leaves nothing running.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+    }
+    assert!(!survived, "initdb's child {pid} outlived crashlab");
+
+    let left = names(&place.tmp);
+    assert!(
+        left.len() == 1 && left[0].starts_with("crashlab-servers-"),
+        "{left:?}"
+    );
+    let out = driver_in(&place, &["14", "--out", "next"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("sweep: removed ") && stderr(&out).contains(&left[0]),
+        "{}",
+        stderr(&out)
+    );
+    assert!(names(&place.tmp).is_empty(), "{:?}", names(&place.tmp));
+}
+
+/// One `--work`, one owner: a second `servers` there is refused in one line (75) before it
+/// starts anything, and the first keeps its stack.json. A megabyte on one stdin line is
+/// refused with an echo of its head only, and the servers go on answering; `kill` and
+/// `restart` of a server the stack lacks are refused in the same words.
+#[test]
+fn servers_own_their_work_directory_and_bound_their_stdin() {
+    let place = place();
+    let mut run = servers(&place, &["--databases", "a"]);
+    run.ready();
+    let stack = fs::read(place.work.join("stack.json")).unwrap();
+    let (exit, errors) = servers_once(&place, &["--databases", "b"], &[]);
+    assert_eq!(exit, 75, "{errors}");
+    assert_eq!(errors.lines().count(), 1, "{errors}");
+    assert!(
+        errors.starts_with("crashlab: --work ")
+            && errors.contains("is in use by another crashlab servers"),
+        "{errors}"
+    );
+    assert_eq!(fs::read(place.work.join("stack.json")).unwrap(), stack);
+
+    run.send(&"A".repeat(1 << 20));
+    let refusal = run.errors.recv_timeout(LINE_WAIT).unwrap();
+    assert!(
+        refusal
+            .starts_with("crashlab: a command of 1048576 bytes is refused (at most 4096): 'AAAA")
+            && refusal.ends_with("…'")
+            && refusal.len() < 200,
+        "{} bytes: {}",
+        refusal.len(),
+        &refusal[..refusal.len().min(200)]
+    );
+    for verb in ["kill", "restart"] {
+        run.send(&format!("{verb} rabbitmq"));
+        let said = run.errors.recv_timeout(LINE_WAIT).unwrap();
+        assert_eq!(said, "crashlab: rabbitmq: this stack has no such server");
+    }
+    run.send("startups");
+    run.expect("[");
+    let (exit, errors) = run.finish();
+    assert_eq!(exit, 0, "{errors}");
     nothing_left(&place);
 }

@@ -156,7 +156,7 @@ fn bad_input_is_one_line_exit_2_and_starts_no_server() {
         ),
         (
             &["--server-kills", "1", "--server", "postgres"],
-            "--server-kills 1: lab 14 on stack sqlite has no servers (give --stack)",
+            "--server-kills 1: lab 14 on stack sqlite has no servers (give --stack postgres-rabbitmq)",
         ),
         (
             &["--stack", "postgres-rabbitmq", "--server-kills", "21", "--server", "rabbitmq"],
@@ -172,7 +172,7 @@ fn bad_input_is_one_line_exit_2_and_starts_no_server() {
         ),
         (
             &["--stack", "postgres-rabbitmq", "--crash-mode", "power-loss"],
-            "chaos --crash-mode power-loss: lab 14 on stack postgres-rabbitmq keeps its state in servers",
+            "--crash-mode power-loss: lab 14 on stack postgres-rabbitmq refuses it (its state is in servers",
         ),
     ];
     for (more, want) in cases {

@@ -337,7 +337,7 @@ fn bad_input_on_the_stack_is_one_line_and_starts_nothing() {
         (&["--pg-url", PG_NOWHERE], "uses no PostgreSQL"),
         (
             &["--crash-mode", "server-kill", "--server", "postgres"],
-            "has no servers",
+            "lab 14 on stack sqlite refuses it (it runs on SQLite files, with no server to kill)",
         ),
     ];
     for (more, says) in usage {

@@ -43,7 +43,7 @@ fn a_broker_kill_explore_runs_every_case_on_a_queue_that_survived_a_kill() {
         "--variants",
         "correct",
         "--points",
-        "stack-publisher.after-confirm,stack-consumer.after-deliver",
+        "publisher.after-confirm,consumer.after-deliver",
         "--out",
         "ex",
     ]);
@@ -136,15 +136,14 @@ fn explore_on_a_quorum_queue_holds_to_its_predictions() {
         "--variants",
         "auto-ack,transient",
         "--points",
-        "stack-consumer.after-ack",
+        "consumer.after-ack",
         "--out",
         "ex",
     ]);
     assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
     let text = stdout(&out);
     assert!(
-        text.contains("auto-ack: predicted lost effect")
-            && text.contains("stack-consumer.after-ack @2"),
+        text.contains("auto-ack: predicted lost effect") && text.contains("consumer.after-ack @2"),
         "{text}"
     );
     assert!(text.contains("transient: every invariant holds"), "{text}");

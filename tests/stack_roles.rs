@@ -10,14 +10,55 @@ mod servers;
 use std::process::{Command, Output};
 
 use common::{code, readback, stderr, stdout};
-use crashlab::labs::outbox_stack::lab::STAGES;
-use crashlab::labs::outbox_stack::readback::{RECEIVER_COUNTS, SENDER_COUNTS};
-use crashlab::labs::outbox_stack::roles::{self, Send, STORES};
-use crashlab::labs::outbox_stack::variant::Variant;
+use crashlab::labs::outbox_inbox::roles::{Consumer, Enqueue, Publisher, Sender, Verify};
+use crashlab::labs::outbox_inbox::stack::Stack::Servers as On;
+use crashlab::labs::outbox_inbox::stages;
+use crashlab::labs::outbox_inbox::variant::Variant;
+use crashlab::role::{Argv, Role};
 use servers::Servers;
 
-fn crashing(argv: roles::Argv, point: &str) -> roles::Argv {
+/// The readback's counts, by field, as an independent client counts them: the same totals
+/// from the tables themselves.
+const SENDER_COUNTS: &[(&str, &str)] = &[
+    ("contracts", "SELECT count(*) FROM contracts"),
+    (
+        "outbox_pending",
+        "SELECT count(*) FROM outbox WHERE status = 'pending'",
+    ),
+    (
+        "outbox_sent",
+        "SELECT count(*) FROM outbox WHERE status = 'sent'",
+    ),
+];
+const RECEIVER_COUNTS: &[(&str, &str)] = &[
+    ("deliveries", "SELECT count(*) FROM receipts"),
+    ("handled", "SELECT coalesce(sum(handled), 0) FROM receipts"),
+    (
+        "redelivered",
+        "SELECT count(*) FROM receipts WHERE redelivered = 1",
+    ),
+    (
+        "rejected",
+        "SELECT count(*) FROM receipts WHERE outcome = 'rejected'",
+    ),
+    ("inbox", "SELECT count(*) FROM inbox"),
+    ("ledger", "SELECT coalesce(sum(balance), 0) FROM ledger"),
+];
+
+fn crashing(argv: Argv, point: &str) -> Argv {
     argv.flag("--crash-at", point)
+}
+
+fn sender(contract: &str, amount: i64, message: &str) -> Argv {
+    Sender::one(On, contract, amount, message).argv()
+}
+
+fn publisher(variant: Variant) -> Argv {
+    Publisher::of(On, variant).argv()
+}
+
+fn consumer(variant: Variant) -> Argv {
+    Consumer::of(On, variant).argv()
 }
 
 fn field(v: &serde_json::Value, path: &str) -> i64 {
@@ -28,7 +69,7 @@ fn field(v: &serde_json::Value, path: &str) -> i64 {
 }
 
 fn check_stage(v: &serde_json::Value, name: &str) {
-    let stage = STAGES.iter().find(|s| s.name == name).unwrap();
+    let stage = stages::named(On, name);
     for (path, expected) in stage.fields {
         assert_eq!(field(v, path), *expected, "{name}: {path} in {v}");
     }
@@ -78,37 +119,26 @@ fn replay_on_sqlite(traces: &[String], db: &str) -> rusqlite::Connection {
 #[test]
 fn the_seed_scenario_gives_two_deliveries_one_effect_and_a_rejected_conflict() {
     let s = Servers::start(&["14", "--stack", "postgres-rabbitmq"]);
-    let publisher = || roles::publisher(&STORES, Variant::Correct);
-    let consumer = || roles::consumer(&STORES, Variant::Correct);
-    let one = Send::One {
-        contract: "R1",
-        amount: 25,
-        message: "M1",
-    };
+    let publisher = || publisher(Variant::Correct);
+    let consumer = || consumer(Variant::Correct);
     let mut traces: Vec<String> = Vec::new();
-    let mut step = |argv: roles::Argv, exit: i32| -> Output {
+    let mut step = |argv: Argv, exit: i32| -> Output {
         let shown = argv.clone().into_vec().join(" ");
         let output = s.run(argv);
         assert_eq!(code(&output), exit, "{shown}: {}", stderr(&output));
         traces.push(stdout(&output));
         output
     };
-    let verify = |step: &mut dyn FnMut(roles::Argv, i32) -> Output, stage: &str| {
-        let output = step(roles::verify(&STORES, true, Some(stage)), 0);
+    let verify = |step: &mut dyn FnMut(Argv, i32) -> Output, stage: &str| {
+        let output = step(Verify::of(On, Some(stage)).argv(), 0);
         check_stage(&readback(&output), stage);
     };
-    step(
-        crashing(roles::sender(&STORES, one), "stack-sender.after-commit"),
-        73,
-    );
+    step(crashing(sender("R1", 25, "M1"), "sender.after-commit"), 73);
     verify(&mut step, "after-business");
-    step(crashing(publisher(), "stack-publisher.after-confirm"), 73);
+    step(crashing(publisher(), "publisher.after-confirm"), 73);
     verify(&mut step, "after-publish");
     step(publisher(), 0);
-    step(
-        crashing(consumer(), "stack-consumer.after-receiver-commit"),
-        73,
-    );
+    step(crashing(consumer(), "consumer.after-receiver-commit"), 73);
     verify(&mut step, "after-consume");
     let recovered = step(consumer(), 0);
     let recovered = stdout(&recovered);
@@ -123,7 +153,7 @@ fn the_seed_scenario_gives_two_deliveries_one_effect_and_a_rejected_conflict() {
         "{recovered}"
     );
     verify(&mut step, "final-verify");
-    step(roles::enqueue(&STORES, "M1", "R1", 99), 0);
+    step(Enqueue::of(On, "M1", "R1", 99).argv(), 0);
     let conflict = step(consumer(), 65);
     assert!(stderr(&conflict).contains("payload conflict"));
     assert_eq!(
@@ -166,26 +196,18 @@ fn the_seed_scenario_gives_two_deliveries_one_effect_and_a_rejected_conflict() {
 fn each_variant_breaks_where_it_gives_up_a_guarantee_and_the_correct_design_holds() {
     let mut s = Servers::start(&["14", "--stack", "postgres-rabbitmq"]);
     let send = |s: &Servers, contract: &str, message: &str| {
-        let argv = roles::sender(
-            &STORES,
-            Send::One {
-                contract,
-                amount: 10,
-                message,
-            },
-        );
-        let output = s.run(argv);
+        let output = s.run(sender(contract, 10, message));
         assert_eq!(code(&output), 0, "{}", stderr(&output));
     };
-    let run = |s: &Servers, argv: roles::Argv, exit: i32| {
+    let run = |s: &Servers, argv: Argv, exit: i32| {
         let output = s.run(argv);
         assert_eq!(code(&output), exit, "{}", stderr(&output));
         stdout(&output)
     };
     // async-commit: the consumer is told its commit happened, acks, and PostgreSQL dies.
     send(&s, "A1", "MA1");
-    run(&s, roles::publisher(&STORES, Variant::Correct), 0);
-    let said = run(&s, roles::consumer(&STORES, Variant::AsyncCommit), 0);
+    run(&s, publisher(Variant::Correct), 0);
+    let said = run(&s, consumer(Variant::AsyncCommit), 0);
     assert!(said.contains("COMMITTED receiver inbox and ledger for message MA1"));
     s.kill_and_restart("postgres");
     let v = s.verify();
@@ -199,8 +221,8 @@ fn each_variant_breaks_where_it_gives_up_a_guarantee_and_the_correct_design_hold
 
     // The correct design, same servers, same kill: the credit stays.
     send(&s, "C1", "MC1");
-    run(&s, roles::publisher(&STORES, Variant::Correct), 0);
-    run(&s, roles::consumer(&STORES, Variant::Correct), 0);
+    run(&s, publisher(Variant::Correct), 0);
+    run(&s, consumer(Variant::Correct), 0);
     s.kill_and_restart("postgres");
     let v = s.verify();
     assert_eq!(field(&v, "receiver.inbox"), 1, "{v}");
@@ -208,7 +230,7 @@ fn each_variant_breaks_where_it_gives_up_a_guarantee_and_the_correct_design_hold
 
     // transient: the message is confirmed and marked sent, then RabbitMQ restarts.
     send(&s, "T1", "MT1");
-    run(&s, roles::publisher(&STORES, Variant::Transient), 0);
+    run(&s, publisher(Variant::Transient), 0);
     assert_eq!(field(&s.verify(), "queue.messages"), 1);
     s.kill_and_restart("rabbitmq");
     let v = s.verify();
@@ -217,10 +239,10 @@ fn each_variant_breaks_where_it_gives_up_a_guarantee_and_the_correct_design_hold
 
     // The correct design's persistent message survives the same restart.
     send(&s, "P1", "MP1");
-    run(&s, roles::publisher(&STORES, Variant::Correct), 0);
+    run(&s, publisher(Variant::Correct), 0);
     s.kill_and_restart("rabbitmq");
     assert_eq!(field(&s.verify(), "queue.messages"), 1);
-    run(&s, roles::consumer(&STORES, Variant::Correct), 0);
+    run(&s, consumer(Variant::Correct), 0);
     let v = s.verify();
     assert_eq!(
         field(&v, "receiver.ledger"),
@@ -230,13 +252,10 @@ fn each_variant_breaks_where_it_gives_up_a_guarantee_and_the_correct_design_hold
 
     // auto-ack: a consumer crash after its ack and before its commit loses the effect.
     send(&s, "K1", "MK1");
-    run(&s, roles::publisher(&STORES, Variant::Correct), 0);
-    let crash = crashing(
-        roles::consumer(&STORES, Variant::AutoAck),
-        "stack-consumer.after-ack",
-    );
+    run(&s, publisher(Variant::Correct), 0);
+    let crash = crashing(consumer(Variant::AutoAck), "consumer.after-ack");
     run(&s, crash, 73);
-    run(&s, roles::consumer(&STORES, Variant::AutoAck), 0);
+    run(&s, consumer(Variant::AutoAck), 0);
     let v = s.verify();
     assert_eq!(field(&v, "receiver.ledger"), 20, "K1 lost: {v}");
     assert_eq!(field(&v, "queue.messages"), 0, "{v}");
@@ -250,7 +269,9 @@ fn a_foreign_schema_is_refused_with_exit_2_and_a_missing_stack_file_too() {
     let output = common::crashlab(
         dir.path(),
         &[
-            "stack-sender",
+            "sender",
+            "--stack",
+            "postgres-rabbitmq",
             "--db",
             "sender",
             "--contract",
@@ -283,12 +304,7 @@ fn a_foreign_schema_is_refused_with_exit_2_and_a_missing_stack_file_too() {
         .status()
         .unwrap();
     assert!(made.success());
-    let one = Send::One {
-        contract: "R1",
-        amount: 5,
-        message: "M1",
-    };
-    let output = s.run(roles::sender(&STORES, one));
+    let output = s.run(sender("R1", 5, "M1"));
     assert_eq!(code(&output), 2, "{}", stderr(&output));
     assert!(
         stderr(&output).contains("foreign schema"),
@@ -323,12 +339,7 @@ fn an_unreachable_server_is_exit_69() {
         "queues": {"messages": "crashlab_x_messages"},
     });
     std::fs::write(dir.path().join("stack.json"), file.to_string()).unwrap();
-    let one = Send::One {
-        contract: "R1",
-        amount: 5,
-        message: "M1",
-    };
-    let words = roles::sender(&STORES, one).into_vec();
+    let words = sender("R1", 5, "M1").into_vec();
     let words: Vec<&str> = words.iter().map(String::as_str).collect();
     let output = common::crashlab(dir.path(), &words);
     assert_eq!(code(&output), 69, "{}", stderr(&output));

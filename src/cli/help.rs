@@ -4,12 +4,12 @@
 //! Both are built from the parser and the lab registry, so a new subcommand or a new lab
 //! shows up in them without an edit here.
 
-use crate::labs::LABS;
+use crate::engine::Lab;
 
 /// The engine commands in the order a new user meets them; any other subcommand that is no
 /// lab's role follows in definition order.
 const ENGINE_ORDER: &[&str] = &[
-    "driver", "explore", "chaos", "bench", "audit", "points", "digest",
+    "driver", "explore", "chaos", "bench", "probe", "audit", "points", "lab", "digest",
 ];
 
 /// The commands to start with, shown by the guide and at the end of `--help`.
@@ -25,8 +25,8 @@ const START: &[(&str, &str)] = &[
 ];
 
 /// The parser with its help: engine commands first, then each lab's roles under the lab.
-pub fn command() -> clap::Command {
-    let mut cmd = super::parser();
+pub fn command(labs: &[&'static Lab]) -> clap::Command {
+    let mut cmd = super::parser(labs);
     // Built first so clap's own `help` subcommand is there to be listed.
     cmd.build();
     let styles = cmd.get_styles();
@@ -36,7 +36,7 @@ pub fn command() -> clap::Command {
     );
     let mut template =
         String::from("{before-help}{about-with-newline}\n{usage-heading} {usage}\n\n");
-    template.push_str(&listing(&cmd));
+    template.push_str(&listing(&cmd, labs));
     template.push_str(&format!("{h}Options:{h_end}\n{{options}}\n\n"));
     template.push_str(&format!("{h}Start with:{h_end}\n"));
     for (line, what) in START {
@@ -49,13 +49,13 @@ pub fn command() -> clap::Command {
 }
 
 /// Subcommands by group: (heading, names). Every subcommand is in exactly one group.
-fn groups(cmd: &clap::Command) -> Vec<(String, Vec<String>)> {
+fn groups(cmd: &clap::Command, labs: &[&'static Lab]) -> Vec<(String, Vec<String>)> {
     let names: Vec<String> = cmd
         .get_subcommands()
         .filter(|c| !c.is_hide_set())
         .map(|c| c.get_name().to_string())
         .collect();
-    let is_role = |name: &str| LABS.iter().any(|lab| lab.roles.contains(&name));
+    let is_role = |name: &str| labs.iter().any(|lab| lab.role_names().contains(&name));
     let mut engine: Vec<String> = ENGINE_ORDER
         .iter()
         .filter(|n| names.iter().any(|m| m == *n))
@@ -67,18 +67,14 @@ fn groups(cmd: &clap::Command) -> Vec<(String, Vec<String>)> {
         }
     }
     let mut groups = vec![("Engine commands (any lab):".to_string(), engine)];
-    for lab in LABS {
+    for lab in labs {
         let roles: Vec<String> = lab
-            .roles
+            .role_names()
             .iter()
             .filter(|r| names.iter().any(|m| m == *r))
             .map(|r| r.to_string())
             .collect();
-        // A lab on several stacks has a group per stack: its servers' stack names it.
-        let title = match lab.stack {
-            Some(stack) => format!("Lab {} roles ({}, {}):", lab.id, lab.slug, stack.name),
-            None => format!("Lab {} roles ({}):", lab.id, lab.slug),
-        };
+        let title = format!("Lab {} roles ({}; {}):", lab.id, lab.slug, stacks_of(lab));
         groups.push((title, roles));
     }
     // Postcondition: nothing listed twice, nothing left out.
@@ -88,7 +84,7 @@ fn groups(cmd: &clap::Command) -> Vec<(String, Vec<String>)> {
 }
 
 /// The groups as help text, one column of names as wide as the longest.
-fn listing(cmd: &clap::Command) -> String {
+fn listing(cmd: &clap::Command, labs: &[&'static Lab]) -> String {
     let styles = cmd.get_styles();
     let (h, h_end) = (
         styles.get_header().render(),
@@ -98,7 +94,7 @@ fn listing(cmd: &clap::Command) -> String {
         styles.get_literal().render(),
         styles.get_literal().render_reset(),
     );
-    let groups = groups(cmd);
+    let groups = groups(cmd, labs);
     let width = groups
         .iter()
         .flat_map(|(_, g)| g.iter())
@@ -127,8 +123,8 @@ fn about(cmd: &clap::Command, name: &str) -> String {
 
 /// The guide `crashlab` prints with no arguments: what it is, the labs, the engine commands
 /// and the two commands to start with.
-pub fn guide() -> String {
-    let mut cmd = super::parser();
+pub fn guide(labs: &[&'static Lab]) -> String {
+    let mut cmd = super::parser(labs);
     cmd.build();
     let mut text = String::from(
         "crashlab: crash-recovery experiments on real processes and real SQLite files. Each step\n\
@@ -136,14 +132,17 @@ pub fn guide() -> String {
          are read back, and every run leaves evidence that `crashlab audit` re-checks offline.\n\n\
          Labs:\n",
     );
-    let slug_width = LABS.iter().map(|l| l.slug.len()).max().unwrap_or(0);
-    for lab in LABS {
+    let slug_width = labs.iter().map(|l| l.slug.len()).max().unwrap_or(0);
+    for lab in labs {
         text.push_str(&format!(
-            "  {:<3} {:<slug_width$}  {}\n",
-            lab.id, lab.slug, lab.title
+            "  {:<3} {:<slug_width$}  {} ({})\n",
+            lab.id,
+            lab.slug,
+            lab.title,
+            stacks_of(lab)
         ));
     }
-    let groups = groups(&cmd);
+    let groups = groups(&cmd, labs);
     // `servers` is for poking at a stack's servers by hand: `--help` lists it, the glance not.
     let engine: Vec<&String> = groups[0]
         .1
@@ -166,6 +165,13 @@ pub fn guide() -> String {
         "`crashlab --help` lists every command and each lab's roles; `crashlab <COMMAND> --help` one.\n",
     );
     text
+}
+
+/// `stack sqlite` or `stacks sqlite, postgres-rabbitmq`: where a lab runs (`--stack`).
+fn stacks_of(lab: &Lab) -> String {
+    let names = lab.stack_names();
+    let word = if names.len() == 1 { "stack" } else { "stacks" };
+    format!("{word} {}", names.join(", "))
 }
 
 /// The part of an about before its first ':', and before an opening parenthesis that the
@@ -194,7 +200,7 @@ mod tests {
             first_clause("List points (of a lab): all"),
             "List points (of a lab)"
         );
-        let guide = guide();
+        let guide = guide(crate::engine::registry::labs());
         for line in guide.lines() {
             assert_eq!(
                 line.matches('(').count(),
@@ -205,18 +211,13 @@ mod tests {
     }
 
     #[test]
-    fn every_role_a_lab_names_is_a_subcommand() {
-        let cmd = crate::cli::parser();
-        for lab in LABS {
-            // What the lab adds to the command line is exactly the roles it names.
-            let bare = clap::Command::new("bare");
-            let added: Vec<String> = (lab.cli.augment)(bare)
-                .get_subcommands()
-                .map(|c| c.get_name().to_string())
-                .collect();
-            assert_eq!(added, lab.roles, "lab {} adds exactly its roles", lab.id);
-            assert!(!lab.roles.is_empty(), "lab {} has roles", lab.id);
-            for role in lab.roles {
+    fn every_role_a_lab_names_is_a_subcommand_and_each_lab_is_listed_once() {
+        let labs = crate::engine::registry::labs();
+        let cmd = crate::cli::parser(labs);
+        for lab in labs {
+            let roles = lab.role_names();
+            assert!(!roles.is_empty(), "lab {} has roles", lab.id);
+            for role in roles {
                 assert!(
                     cmd.find_subcommand(role).is_some(),
                     "lab {} names role {role}, which is no subcommand",
@@ -224,13 +225,31 @@ mod tests {
                 );
             }
         }
+        let mut built = crate::cli::parser(labs);
+        built.build();
+        let headings: Vec<String> = groups(&built, labs).into_iter().map(|(h, _)| h).collect();
+        for lab in labs {
+            let mine = headings
+                .iter()
+                .filter(|h| h.starts_with(&format!("Lab {} roles", lab.id)))
+                .count();
+            assert_eq!(mine, 1, "lab {} has one group: {headings:?}", lab.id);
+        }
+        let guide = guide(labs);
+        for lab in labs {
+            let lines = guide
+                .lines()
+                .filter(|l| l.trim_start().starts_with(&format!("{} ", lab.id)))
+                .count();
+            assert_eq!(lines, 1, "lab {} is one line of the guide", lab.id);
+        }
     }
 
     #[test]
     fn every_subcommand_is_in_exactly_one_group() {
-        let mut cmd = crate::cli::parser();
+        let mut cmd = crate::cli::parser(crate::engine::registry::labs());
         cmd.build();
-        let groups = groups(&cmd);
+        let groups = groups(&cmd, crate::engine::registry::labs());
         for sub in cmd.get_subcommands() {
             let name = sub.get_name();
             let n = groups

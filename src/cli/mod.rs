@@ -2,33 +2,70 @@
 
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Parser, Subcommand};
+
+use crate::engine::Lab;
+use crate::role::RoleEntry;
 
 mod help;
 mod recorded;
 
 pub use help::{command, guide};
 
-/// The whole command line: the engine's commands, then every lab's role subcommands (each
-/// lab brings its own, `engine::Lab::cli`).
-pub fn parser() -> clap::Command {
+/// The whole command line: the engine's commands, then every lab's roles (each lab brings
+/// its own, `engine::Lab::roles`). The labs are handed in: the command line reads no list.
+pub fn parser(labs: &[&'static Lab]) -> clap::Command {
     let mut command = <Cli as clap::CommandFactory>::command();
-    for lab in crate::labs::LABS {
-        command = (lab.cli.augment)(command);
+    for lab in labs {
+        for role in lab.roles {
+            command = command.subcommand((role.command)());
+        }
+        for cli in lab.stacks.iter().filter_map(|on| on.cli) {
+            command = (cli.augment)(command);
+        }
     }
     command
 }
 
-/// The lab whose role a parsed command line names, if it names one.
-pub fn role_lab(matches: &clap::ArgMatches) -> Option<&'static crate::engine::Lab> {
-    let name = matches.subcommand_name()?;
-    crate::labs::LABS
-        .iter()
+/// The role spelled once that a command line's first word names, if any.
+pub fn role_entry(labs: &[&'static Lab], word: Option<&str>) -> Option<RoleEntry> {
+    let word = word?;
+    labs.iter()
+        .flat_map(|lab| lab.roles.iter())
+        .find(|r| r.name == word)
         .copied()
-        .find(|lab| lab.roles.contains(&name))
 }
 
-use crate::crash::Mode;
+/// The command line of one role alone: the global flags and its subcommand, what a role's
+/// process parses (the whole tree costs a role a fifth of its start-up).
+pub fn role_parser(role: RoleEntry) -> clap::Command {
+    let command = clap::Command::new("crashlab").version(env!("CARGO_PKG_VERSION"));
+    <Global as clap::Args>::augment_args(command).subcommand((role.command)())
+}
+
+/// How to run the role a parsed command line names.
+pub enum RoleRun {
+    /// A role spelled once: its entry runs on its subcommand's matches.
+    Entry(RoleEntry),
+    /// A lab stack's role subcommands: runs on the whole command line's matches.
+    Subcommands(fn(&clap::ArgMatches) -> anyhow::Result<i32>),
+}
+
+/// The role a parsed command line names, if it names one.
+pub fn role(labs: &[&'static Lab], matches: &clap::ArgMatches) -> Option<RoleRun> {
+    let name = matches.subcommand_name()?;
+    for lab in labs {
+        if let Some(entry) = lab.roles.iter().find(|r| r.name == name) {
+            return Some(RoleRun::Entry(*entry));
+        }
+        let subcommands = lab.stacks.iter().find(|on| on.roles.contains(&name));
+        if let Some(cli) = subcommands.and_then(|on| on.cli) {
+            return Some(RoleRun::Subcommands(cli.run));
+        }
+    }
+    None
+}
+
 use crate::engine::crash_mode::{CrashMode, PowerArgs};
 
 #[derive(Parser, Debug)]
@@ -40,33 +77,34 @@ use crate::engine::crash_mode::{CrashMode, PowerArgs};
                   right after a real commit, restarts, reads the files back, and records the evidence."
 )]
 pub struct Cli {
-    /// Do not print the SQL trace (to measure its cost; the trace is the default and the evidence)
-    #[arg(long, global = true)]
-    pub no_trace: bool,
+    #[command(flatten)]
+    pub global: Global,
     #[command(subcommand)]
     pub command: Command,
 }
 
-/// How a readback role prints and checks what it read.
-#[derive(Args, Debug, Clone)]
-pub struct ReadbackArgs {
-    /// Print the readback JSON as the last line of stdout
-    #[arg(long)]
-    pub json: bool,
-    /// Compare with a stage of this role's lab and exit 1 with a diff on mismatch
-    #[arg(long, value_name = "STAGE")]
-    pub expect: Option<String>,
+/// The flags every command takes, a role's included.
+#[derive(clap::Args, Debug)]
+pub struct Global {
+    /// Do not print the SQL trace (to measure its cost; the trace is the default and the evidence)
+    #[arg(long, global = true)]
+    pub no_trace: bool,
 }
 
-/// Where a phase may be stopped.
-#[derive(Args, Debug, Clone)]
-pub struct CrashArgs {
-    /// Crash at the N-th time POINT is reached (`crashlab points` lists them)
-    #[arg(long, value_name = "POINT[@N]")]
-    pub crash_at: Option<String>,
-    /// How the crash stops the process
-    #[arg(long, value_enum, default_value_t = Mode::Exit)]
-    pub crash_mode: Mode,
+/// What `crashlab lab` does.
+#[derive(Subcommand, Debug)]
+pub enum LabAction {
+    /// Print a lab's value: on every stack, or on the one --stack names
+    Show {
+        /// The lab: its number (14), its name (outbox-inbox) or both
+        lab: String,
+        /// Only the lab on this stack (sqlite, postgres-rabbitmq, postgres)
+        #[arg(long, value_name = "NAME")]
+        stack: Option<String>,
+        /// Print the value as one JSON document (docs/lab-value.md)
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(Subcommand, Debug)]
@@ -78,6 +116,11 @@ pub enum Command {
         /// Print one JSON document (a list of labs and their points) instead of the table
         #[arg(long)]
         json: bool,
+    },
+    /// What a lab is, as data: its stacks, roles, points, scenarios, stages, designs, predictions
+    Lab {
+        #[command(subcommand)]
+        action: LabAction,
     },
     /// Run a lab's protocol as fresh processes and record the evidence
     Driver {
@@ -152,6 +195,8 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Test your own HTTP endpoint's Idempotency-Key, including the reply that never arrives
+    Probe(Box<crate::probe::Args>),
     /// Start a lab's servers (PostgreSQL, RabbitMQ) and its databases and queues until stdin ends
     Servers(crate::servers::command::Args),
     /// Re-check a run's evidence offline: digests, exits, claims, readbacks, sources

@@ -67,6 +67,58 @@ impl CrashMode {
     }
 }
 
+/// A lab on SQLite files with power-loss predictions: the process crashes and a power cut.
+pub const ON_FILES: &[CrashMode] = &[
+    CrashMode::Exit,
+    CrashMode::Abort,
+    CrashMode::Kill,
+    CrashMode::Hang,
+    CrashMode::PowerLoss,
+];
+/// A lab on SQLite files without power-loss predictions: the process crashes only.
+pub const ON_FILES_NO_CUT: &[CrashMode] = &[
+    CrashMode::Exit,
+    CrashMode::Abort,
+    CrashMode::Kill,
+    CrashMode::Hang,
+];
+/// A lab on servers: the process crashes and a server kill (a power cut of crashlab's reaches
+/// SQLite files only, never a server's own).
+pub const ON_SERVERS: &[CrashMode] = &[
+    CrashMode::Exit,
+    CrashMode::Abort,
+    CrashMode::Kill,
+    CrashMode::Hang,
+    CrashMode::ServerKill,
+];
+
+/// Whether `lab` takes `mode` (`Lab::crash_modes`). Driver, explore and chaos ask this before
+/// anything starts: a mode the lab refuses is one line, exit 2, nothing written, no server
+/// started; the line names the modes it takes, every one a command that runs.
+pub fn supported(lab: &crate::engine::LabStack, mode: CrashMode) -> Result<()> {
+    if lab.crash_modes.contains(&mode) {
+        return Ok(());
+    }
+    let stack = crate::engine::stack::name_of(lab.stack);
+    let why = match (mode, lab.stack) {
+        (CrashMode::PowerLoss, Some(_)) => {
+            "its state is in servers, whose files a power cut of crashlab's does not reach"
+        }
+        (CrashMode::PowerLoss, None) => {
+            "it has no power-loss predictions, so no run of it under a cut could be judged"
+        }
+        (CrashMode::ServerKill, None) => "it runs on SQLite files, with no server to kill",
+        _ => "it does not take this crash mode",
+    };
+    let takes: Vec<&str> = lab.crash_modes.iter().map(|m| m.name()).collect();
+    Err(fail::usage(format!(
+        "--crash-mode {}: lab {} on stack {stack} refuses it ({why}); its crash modes: {}",
+        mode.name(),
+        lab.id(),
+        takes.join(", ")
+    )))
+}
+
 /// `--cut` and `--seed` belong to a power cut: given with a process crash they would be
 /// silently ignored, so they are refused (one line, exit 2).
 pub fn check_cut_flags(
@@ -107,6 +159,10 @@ pub fn choose_on(
     server: Option<Server>,
 ) -> Result<&'static dyn Nemesis> {
     check_cut_flags(mode, cut, seed)?;
+    if let Some(style) = cut {
+        // One cut per crash, seeded; exhaustive is no single cut (explore forks instead).
+        power::cut::seeded(style, 0, &[], 0)?;
+    }
     match (mode, server) {
         (CrashMode::ServerKill, Some(server)) => return Ok(crate::engine::fleet::kill::of(server)),
         (CrashMode::ServerKill, None) => {
@@ -190,6 +246,52 @@ impl PowerArgs {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The data says what runs: a lab takes a power cut exactly when it is on files and its
+    /// explore plan predicts where each store profile breaks, a server kill exactly when it
+    /// is on servers and predicts where each design breaks under one, every process crash
+    /// always.
+    #[test]
+    fn every_lab_takes_exactly_the_modes_it_can_be_judged_under() {
+        for lab in crate::engine::registry::stacks() {
+            let plan = lab.explore.expect("every lab has an explore plan");
+            let power = lab.stack.is_none() && !plan.power_predictions().is_empty();
+            let server = lab.stack.is_some() && !plan.server_predictions().is_empty();
+            let name = format!("{} on {}", lab.id(), lab.stack_name());
+            assert_eq!(
+                lab.crash_modes.contains(&CrashMode::PowerLoss),
+                power,
+                "{name}"
+            );
+            assert_eq!(
+                lab.crash_modes.contains(&CrashMode::ServerKill),
+                server,
+                "{name}"
+            );
+            for mode in [
+                CrashMode::Exit,
+                CrashMode::Abort,
+                CrashMode::Kill,
+                CrashMode::Hang,
+            ] {
+                assert!(supported(lab, mode).is_ok(), "{name} takes {}", mode.name());
+            }
+        }
+    }
+
+    #[test]
+    fn a_refused_mode_is_one_usage_line_naming_the_modes_taken() {
+        let f1 = crate::engine::registry::find_on("f1", None).unwrap();
+        let e = supported(f1, CrashMode::PowerLoss).unwrap_err();
+        assert_eq!(fail::exit_code(&e), fail::EXIT_USAGE);
+        assert_eq!(
+            e.to_string(),
+            "--crash-mode power-loss: lab f1 on stack postgres refuses it (its state is in servers, whose files a power cut of crashlab's does not reach); its crash modes: exit, abort, kill, hang, server-kill"
+        );
+        let f2 = crate::engine::registry::find_on("f2", None).unwrap();
+        let e = supported(f2, CrashMode::ServerKill).unwrap_err();
+        assert!(e.to_string().contains("no server to kill"), "{e}");
+    }
 
     #[test]
     fn cut_flags_belong_to_a_power_cut() {

@@ -7,7 +7,9 @@
 //!
 //! - an operation is `ok` (the sender was told it is durable), `fail` (it was refused or
 //!   rolled back) or `info` (the outcome is unknown: the sender crashed or timed out);
-//! - `lost-write`: an `ok` item never applied while an item acknowledged after it was;
+//! - `lost-write`: an `ok` item never applied while an item acknowledged after it was; or an
+//!   acknowledged commit the files no longer hold (a cut or a server kill rolled it back:
+//!   the process was told it committed, and the data is gone);
 //! - `unseen`: an `ok` item never applied by the end (and nothing later was either);
 //! - `duplicate`: one item applied more than once (an effect duplicate), or delivered more
 //!   than once (a delivery duplicate, which an Inbox or a key may absorb);
@@ -93,6 +95,22 @@ pub struct Findings {
 }
 
 impl Findings {
+    /// The bad anomalies as problem lines (`unseen M7: …`), at most `max` of them, then one
+    /// `and N more bad anomalies` line for the rest.
+    pub fn bad_lines(&self, max: usize) -> Vec<String> {
+        let mut lines: Vec<String> = self
+            .bad_anomalies
+            .iter()
+            .take(max)
+            .map(|f| format!("{} {}: {}", f.anomaly.name(), f.item, f.detail))
+            .collect();
+        let more = self.bad_anomalies.len().saturating_sub(max);
+        if more > 0 {
+            lines.push(format!("and {more} more bad anomalies"));
+        }
+        lines
+    }
+
     pub fn valid(&self) -> bool {
         self.bad_anomalies.is_empty()
     }
@@ -187,8 +205,43 @@ pub fn check(history: &[Op], allowed: &[Anomaly]) -> Findings {
     }
 }
 
+/// Every acknowledged commit the files no longer hold is a `lost-write` of that commit: its
+/// process was told it was durable, and the data is gone. `lost`: (the commit, why it is
+/// counted lost); bad unless the design allows it.
+pub fn lost_commits(findings: &mut Findings, lost: Vec<(String, String)>, allowed: &[Anomaly]) {
+    for (item, detail) in lost {
+        let found = Found {
+            anomaly: Anomaly::LostWrite,
+            item,
+            detail,
+        };
+        if !allowed.contains(&Anomaly::LostWrite) {
+            findings.bad_anomalies.push(found.clone());
+        }
+        findings.anomalies.push(found);
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn bad_anomalies_past_the_bound_are_counted_not_dropped() {
+        let ops: Vec<super::Op> = (1..=20)
+            .map(|i| super::Op {
+                item: format!("M{i}"),
+                outcome: super::Outcome::Ok,
+                deliveries: 1,
+                effects: 2,
+            })
+            .collect();
+        let findings = super::check(&ops, &[]);
+        let lines = findings.bad_lines(15);
+        assert_eq!(lines.len(), 16);
+        assert!(lines[0].starts_with("duplicate M1: "), "{lines:?}");
+        assert_eq!(lines[15], "and 5 more bad anomalies");
+        assert_eq!(findings.bad_lines(20).len(), 20);
+    }
+
     use super::*;
 
     fn op(item: &str, outcome: Outcome, deliveries: u32, effects: u32) -> Op {
@@ -202,6 +255,20 @@ mod tests {
 
     fn kinds(found: &[Found]) -> Vec<(Anomaly, &str)> {
         found.iter().map(|f| (f.anomaly, f.item.as_str())).collect()
+    }
+
+    #[test]
+    fn an_acknowledged_commit_the_files_lost_is_a_lost_write() {
+        let mut f = check(&[op("M1", Outcome::Ok, 1, 1)], &[]);
+        assert!(f.valid());
+        let lost = vec![("queue raw delivery 3".to_string(), "gone".to_string())];
+        lost_commits(&mut f, lost, &[]);
+        assert_eq!(
+            kinds(&f.bad_anomalies),
+            [(Anomaly::LostWrite, "queue raw delivery 3")]
+        );
+        assert_eq!(f.summary(), "lost-write x1");
+        assert!(!f.valid());
     }
 
     #[test]

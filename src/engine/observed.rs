@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::engine::jepsen::{self, Anomaly, Found, Op, Outcome};
-use crate::engine::Lab;
+use crate::engine::LabStack;
 use crate::events::Event;
 
 /// One step of a scenario as it ran: its phase, its events, its readback (a readback step).
@@ -19,6 +19,18 @@ pub struct Seen<'a> {
     pub readback: Option<&'a Value>,
 }
 
+impl<'a> Seen<'a> {
+    /// A step named as its phase, without a readback (what a lab's history tests feed it).
+    pub fn of(phase: &'a str, events: &'a [Event]) -> Seen<'a> {
+        Seen {
+            step: phase,
+            phase,
+            events,
+            readback: None,
+        }
+    }
+}
+
 /// What a lab makes of one scenario's steps.
 pub struct History {
     pub ops: Vec<Op>,
@@ -26,6 +38,18 @@ pub struct History {
     pub allowed: Vec<Anomaly>,
     /// Bad anomalies this scenario shows on purpose (a design without keys runs twice).
     pub expected: Vec<Anomaly>,
+}
+
+impl History {
+    /// A history whose design tolerates a redelivery (`duplicate-delivery`: a key or an
+    /// insert by id absorbs it), the scenario showing `expected` on purpose.
+    pub fn redelivery_allowed(ops: Vec<Op>, expected: &[Anomaly]) -> History {
+        History {
+            ops,
+            allowed: vec![Anomaly::DuplicateDelivery],
+            expected: expected.to_vec(),
+        }
+    }
 }
 
 /// One scenario's findings, as results.json records them.
@@ -45,7 +69,7 @@ pub struct ScenarioFindings {
 }
 
 /// The findings of one scenario, when the lab gives it a history.
-pub fn judge(lab: &Lab, scenario: &str, steps: &[Seen<'_>]) -> Option<ScenarioFindings> {
+pub fn judge(lab: &LabStack, scenario: &str, steps: &[Seen<'_>]) -> Option<ScenarioFindings> {
     let history = (lab.history)(scenario, steps)?;
     let findings = jepsen::check(&history.ops, &history.allowed);
     let mut bad: Vec<Anomaly> = findings.bad_anomalies.iter().map(|f| f.anomaly).collect();

@@ -4,7 +4,7 @@
 
 use std::sync::OnceLock;
 
-use crate::engine::Lab;
+use crate::engine::{Lab, LabStack};
 use crate::fail;
 
 static LABS: OnceLock<&'static [&'static Lab]> = OnceLock::new();
@@ -12,6 +12,22 @@ static LABS: OnceLock<&'static [&'static Lab]> = OnceLock::new();
 /// Hand the engine its labs. Installing the same list twice is harmless; a different one
 /// is a programming error.
 pub fn install(labs: &'static [&'static Lab]) {
+    // Precondition: one entry per lab, each with a stack, each stack its lab's own.
+    for (i, lab) in labs.iter().enumerate() {
+        assert!(!lab.stacks.is_empty(), "lab {} has a stack", lab.id);
+        assert!(
+            lab.stacks.iter().all(|on| std::ptr::eq(on.lab, *lab)),
+            "lab {}'s stacks are its own",
+            lab.id
+        );
+        assert!(
+            labs[..i]
+                .iter()
+                .all(|other| other.id != lab.id && other.slug != lab.slug),
+            "no two labs share an id or a slug ({})",
+            lab.id
+        );
+    }
     let installed = LABS.get_or_init(|| labs);
     assert!(
         std::ptr::eq(*installed, labs),
@@ -44,41 +60,44 @@ pub fn find(name: &str) -> anyhow::Result<&'static Lab> {
         })
 }
 
-/// Find a lab by name and stack (`--stack`): no stack, the first lab of that name (the SQLite
-/// one, listed first); `sqlite`, the one without servers; another, the one on that stack.
-pub fn find_on(name: &str, stack: Option<&str>) -> anyhow::Result<&'static Lab> {
-    let first = find(name)?;
+/// Find a lab by name on a stack (`--stack`): no stack, its first (the SQLite one where it has
+/// one); another, the one of that name.
+pub fn find_on(name: &str, stack: Option<&str>) -> anyhow::Result<&'static LabStack> {
+    let lab = find(name)?;
+    on(lab, stack)
+}
+
+/// A lab on a stack: no stack, its first.
+pub fn on(lab: &'static Lab, stack: Option<&str>) -> anyhow::Result<&'static LabStack> {
     let Some(stack) = stack else {
-        return Ok(first);
+        return Ok(lab.stacks[0]);
     };
-    let same = || {
-        labs()
-            .iter()
-            .copied()
-            .filter(|lab| lab.full_name() == first.full_name())
-    };
-    same()
-        .find(|lab| crate::engine::stack::name_of(lab.stack) == stack)
+    lab.stacks
+        .iter()
+        .copied()
+        .find(|on| on.stack_name() == stack)
         .ok_or_else(|| {
-            let known: Vec<&str> = same()
-                .map(|lab| crate::engine::stack::name_of(lab.stack))
-                .collect();
             fail::usage(format!(
                 "lab {} has no stack '{stack}'; known: {}",
-                first.id,
-                known.join(", ")
+                lab.id,
+                lab.stack_names().join(", ")
             ))
         })
 }
 
-/// The first lab that has what `wanted` asks for (a background step, a load profile): how
-/// engine code and tests find a lab by what it does, never by its name.
-pub fn first_with(wanted: impl Fn(&Lab) -> bool) -> Option<&'static Lab> {
-    labs().iter().copied().find(|lab| wanted(lab))
+/// Every lab on every stack it has, in registry order.
+pub fn stacks() -> impl Iterator<Item = &'static LabStack> {
+    labs().iter().flat_map(|lab| lab.stacks.iter().copied())
+}
+
+/// The first lab on a stack that has what `wanted` asks for (a background step, a load
+/// profile): how engine code and tests find a lab by what it does, never by its name.
+pub fn first_with(wanted: impl Fn(&LabStack) -> bool) -> Option<&'static LabStack> {
+    stacks().find(|lab| wanted(lab))
 }
 
 /// Whether a lab's scenarios run a process in the background (a server, a lock holder).
-pub fn has_background(lab: &Lab) -> bool {
+pub fn has_background(lab: &LabStack) -> bool {
     (lab.scenarios)()
         .iter()
         .any(|s| s.steps.iter().any(|step| step.background.is_some()))

@@ -4,57 +4,9 @@
 use serde_json::Value;
 
 use crate::crash;
-use crate::engine::argv::Argv;
 use crate::engine::nemesis::Nemesis;
 use crate::events::Event;
-
-/// The state a readback must show: dotted paths into the readback JSON and their values.
-#[derive(Debug, Clone, Copy)]
-pub struct Stage {
-    pub name: &'static str,
-    pub fields: &'static [(&'static str, i64)],
-}
-
-impl Stage {
-    /// Field-by-field differences between this stage and a readback; empty when it holds.
-    pub fn diff(&self, readback: &Value) -> Vec<String> {
-        let mut problems = Vec::new();
-        for (path, expected) in self.fields {
-            let observed = lookup(readback, path).and_then(Value::as_i64);
-            match observed {
-                Some(v) if v == *expected => {}
-                Some(v) => problems.push(format!("{path}: expected {expected}, observed {v}")),
-                None => problems.push(format!(
-                    "{path}: expected {expected}, missing in the readback"
-                )),
-            }
-        }
-        problems
-    }
-
-    /// `contracts 1, outbox_pending 1, deliveries 0`: the state that matters, for tables.
-    pub fn describe(&self, readback: Option<&Value>) -> String {
-        self.fields
-            .iter()
-            .map(|(path, expected)| {
-                let short = path.rsplit('.').next().unwrap_or(path);
-                match readback
-                    .and_then(|r| lookup(r, path))
-                    .and_then(Value::as_i64)
-                {
-                    Some(v) if v == *expected => format!("{short} {v}"),
-                    Some(v) => format!("{short} {v} (expected {expected})"),
-                    None => format!("{short} ? (expected {expected})"),
-                }
-            })
-            .collect::<Vec<_>>()
-            .join(", ")
-    }
-}
-
-pub fn lookup<'a>(value: &'a Value, path: &str) -> Option<&'a Value> {
-    path.split('.').try_fold(value, |v, key| v.get(key))
-}
+use crate::role::{Argv, Stage};
 
 /// What a step must show in its output.
 #[derive(Debug, Clone)]
@@ -234,6 +186,17 @@ pub struct Scenario {
     /// Evidence subdirectory (`None`: the run's top directory, for a lab with one scenario).
     pub dir: Option<String>,
     pub steps: Vec<Step>,
+}
+
+impl Scenario {
+    /// A scenario of a lab with several, in an evidence subdirectory of its own name.
+    pub fn named(name: &str, steps: Vec<Step>) -> Scenario {
+        Scenario {
+            name: name.to_string(),
+            dir: Some(name.to_string()),
+            steps,
+        }
+    }
 }
 
 /// The readback JSON of a readback step: the last stdout line that is a JSON object.

@@ -4,7 +4,6 @@
 
 pub mod http_dispatch;
 pub mod outbox_inbox;
-pub mod outbox_stack;
 pub mod poison;
 pub mod redelivered;
 pub mod redelivered_stack;
@@ -18,6 +17,4 @@ pub static LABS: &[&Lab] = &[
     &poison::lab::LAB,
     &redelivered::lab::LAB,
     &relay_gap::lab::LAB,
-    &outbox_stack::lab::LAB,
-    &redelivered_stack::lab::LAB,
 ];

@@ -23,12 +23,13 @@
 pub mod cut;
 mod file;
 pub mod profile;
+pub mod states;
 pub mod undo;
 pub mod vfs;
 
 use std::sync::OnceLock;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 
 use crate::fail;
 
@@ -53,4 +54,29 @@ pub fn vfs_name() -> Result<Option<&'static str>> {
     outcome
         .clone()
         .map_err(|message| fail::usage(format!("{LOG_ENV}: {message}")))
+}
+
+/// After a cut, a database may have a hot journal beside it (its unlink never reached the
+/// disk). The first process that opens it for writing rolls it back, as a rebooted machine's
+/// first writer would; a reader cannot, so before the engine reads the files it opens each
+/// such database once for writing (outside the shim: what it writes counts as durable).
+pub fn settle_hot_journals(work: &std::path::Path, databases: &[&str]) -> Result<()> {
+    for db in databases {
+        let journal = work.join(format!("{db}-journal"));
+        if !journal.is_file() {
+            continue;
+        }
+        let path = work.join(db);
+        let conn = rusqlite::Connection::open_with_flags(
+            &path,
+            rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )
+        .with_context(|| format!("opening {db} to roll back its hot journal"))?;
+        // Any read takes the shared lock that finds the hot journal and rolls it back.
+        // A file the cut left unusable fails here too: the roles refuse it (exit 2) and the
+        // lab's reading of the files says what is lost; there is nothing to settle.
+        let _settled: rusqlite::Result<i64> =
+            conn.query_row("PRAGMA schema_version", [], |r| r.get(0));
+    }
+    Ok(())
 }

@@ -1,8 +1,6 @@
 //! One function per subcommand: turn parsed arguments into calls of the modules that work.
 //! The engine's commands are here; each lab's role subcommands are in its own file.
 
-pub mod role;
-
 use anyhow::Result;
 
 use crate::cli::Command;
@@ -19,16 +17,42 @@ pub fn run(command: Command) -> Result<i32> {
             if json {
                 let value: Vec<serde_json::Value> = labs
                     .iter()
-                    .map(|l| serde_json::json!({"lab": l.full_name(), "points": l.points}))
+                    .map(|l| {
+                        let points: Vec<serde_json::Value> = engine::points_of(l)
+                            .iter()
+                            .map(|(p, stacks)| {
+                                serde_json::json!({"name": p.name, "window": p.window, "stacks": stacks})
+                            })
+                            .collect();
+                        serde_json::json!({"lab": l.full_name(), "stacks": l.stack_names(), "points": points})
+                    })
                     .collect();
                 crate::say!("{}", serde_json::to_string_pretty(&value)?);
             } else {
                 for l in labs {
-                    crate::say!("lab {} ({}):", l.id, l.slug);
-                    for p in l.points {
-                        crate::say!("  {:<34} {}", p.name, p.window);
+                    let all = l.stack_names();
+                    crate::say!("lab {} ({}; {}):", l.id, l.slug, all.join(", "));
+                    for (p, stacks) in engine::points_of(l) {
+                        // A point on every stack of the lab says nothing more; one on some
+                        // names them.
+                        let on = match stacks.len() == all.len() {
+                            true => String::new(),
+                            false => format!(" [{}]", stacks.join(", ")),
+                        };
+                        crate::say!("  {:<34} {}{on}", p.name, p.window);
                     }
                 }
+            }
+            Ok(fail::EXIT_OK)
+        }
+        Command::Lab {
+            action: crate::cli::LabAction::Show { lab, stack, json },
+        } => {
+            let lab = crate::engine::registry::find(&lab)?;
+            let value = engine::value::LabValue::of(lab, stack.as_deref())?;
+            match json {
+                true => crate::say!("{}", serde_json::to_string_pretty(&value)?),
+                false => crate::say!("{}", engine::value::summary(&value)),
             }
             Ok(fail::EXIT_OK)
         }
@@ -45,6 +69,7 @@ pub fn run(command: Command) -> Result<i32> {
             stack,
         } => {
             let lab = crate::engine::registry::find_on(&name, stack.stack.as_deref())?;
+            engine::crash_mode::supported(lab, crash_mode)?;
             let nemesis = engine::crash_mode::choose_on(crash_mode, power.cut, seed, stack.server)?;
             let profile = power.profile()?;
             let out_dir = out_dir.unwrap_or_else(|| engine::driver::default_out(lab));
@@ -94,6 +119,7 @@ pub fn run(command: Command) -> Result<i32> {
         }
         Command::Servers(args) => crate::servers::command::run(&args),
         Command::Explore(args) => engine::explore::command(&args, recorded_args()),
+        Command::Probe(args) => crate::probe::command(&args, recorded_args()),
         Command::Digest { files, json } => {
             let mut documents = Vec::with_capacity(files.len());
             for file in files {

@@ -98,14 +98,7 @@ fn stack_of(args: &Args) -> Result<&'static StackDef> {
             pg_settings: &[],
         })));
     };
-    let named: Vec<&'static crate::engine::Lab> = crate::engine::registry::labs()
-        .iter()
-        .copied()
-        .filter(|l| l.id == name || l.slug == name || l.full_name() == *name)
-        .collect();
-    if named.is_empty() {
-        crate::engine::registry::find(name)?;
-    }
+    let named = crate::engine::registry::find(name)?.stacks;
     let stacks: Vec<&'static StackDef> = named.iter().filter_map(|l| l.stack).collect();
     let chosen = match &args.stack {
         Some(wanted) => stacks.iter().find(|s| s.name == wanted),
@@ -133,6 +126,20 @@ pub fn run(args: &Args) -> Result<i32> {
             args.work.display()
         )));
     }
+    // One `--work`, one owner: a second `servers` would overwrite the first's stack.json and
+    // remove it when it ends. The lock lasts as long as this process, however it ends.
+    let owned = crate::owner::lock_for_life(&args.work).map_err(|e| {
+        fail::io(format!(
+            "--work {}: cannot be locked: {e}",
+            args.work.display()
+        ))
+    })?;
+    if !owned {
+        return Err(fail::locked(format!(
+            "--work {} is in use by another crashlab servers (its stack.json is that one's); give another directory",
+            args.work.display()
+        )));
+    }
     let tag = args
         .tag
         .clone()
@@ -153,10 +160,7 @@ pub fn run(args: &Args) -> Result<i32> {
         ..Want::of(def, args.pg_url.as_deref(), args.amqp_url.as_deref())
     };
     // The servers' own files live in a private temporary directory, never in --work.
-    let private = tempfile::Builder::new()
-        .prefix("crashlab-servers-")
-        .tempdir()
-        .context("creating the servers' directory")?;
+    let private = crate::owner::tempdir("servers").context("creating the servers' directory")?;
     let mut servers = Servers::start(&want, private.path())?;
     let file = servers.prepare(def, &tag, &args.work)?;
     let ended = serve(&mut servers, &args.work.join(crate::stackfile::NAME));
@@ -173,14 +177,14 @@ fn serve(servers: &mut Servers, stack_json: &std::path::Path) -> Result<()> {
         out::say(&startup_line(&s));
     }
     out::say(&format!("ready {}", stack_json.display()));
-    let (send, lines) = mpsc::channel::<String>();
+    let (send, lines) = mpsc::channel::<Line>();
     // A reader thread: stdin has no timeout, a signal must still be noticed. It ends with
     // stdin (or with the process).
     std::thread::Builder::new()
         .name("servers-stdin".into())
         .spawn(move || {
-            for line in std::io::stdin().lock().lines() {
-                let Ok(line) = line else { break };
+            let mut stdin = std::io::stdin().lock();
+            while let Ok(Some(line)) = read_line(&mut stdin, LINE_BYTES_MAX) {
                 if send.send(line).is_err() {
                     break;
                 }
@@ -191,7 +195,11 @@ fn serve(servers: &mut Servers, stack_json: &std::path::Path) -> Result<()> {
             return Ok(());
         }
         match lines.recv_timeout(Duration::from_millis(100)) {
-            Ok(line) => answer(servers, line.trim()),
+            Ok(Line::Text(line)) => answer(servers, line.trim()),
+            Ok(Line::TooLong { head, bytes }) => out::warn(&format!(
+                "crashlab: a command of {bytes} bytes is refused (at most {LINE_BYTES_MAX}): '{}'",
+                shown(&head)
+            )),
             Err(mpsc::RecvTimeoutError::Timeout) => continue,
             Err(mpsc::RecvTimeoutError::Disconnected) => return Ok(()),
         }
@@ -210,12 +218,15 @@ fn answer(servers: &mut Servers, line: &str) {
             None => Err(fail::usage(format!(
                 "unknown server '{server}' (postgres, rabbitmq)"
             ))),
-            // A second kill finds nothing to kill: say so rather than `killed` again.
-            Some(kind) if *verb == "kill" && !servers.running(kind) => Err(fail::usage(format!(
-                "{} is not running (killed; `restart {}` starts it again)",
-                kind.name(),
-                kind.name()
-            ))),
+            // A second kill finds nothing to kill: say so rather than `killed` again. A
+            // server the stack lacks is refused by `kill` as by `restart`, in the same words.
+            Some(kind) if *verb == "kill" && servers.has(kind) && !servers.running(kind) => {
+                Err(fail::usage(format!(
+                    "{} is not running (killed; `restart {}` starts it again)",
+                    kind.name(),
+                    kind.name()
+                )))
+            }
             Some(kind) if *verb == "kill" => servers
                 .kill(kind)
                 .map(|()| out::say(&format!("killed {}", kind.name()))),
@@ -224,11 +235,71 @@ fn answer(servers: &mut Servers, line: &str) {
                 .map(|wall_ms| out::say(&format!("restarted {} wall_ms={wall_ms}", kind.name()))),
         },
         _ => Err(fail::usage(format!(
-            "unknown command '{line}' (kill|restart postgres|rabbitmq, startups)"
+            "unknown command '{}' (kill|restart postgres|rabbitmq, startups)",
+            shown(line)
         ))),
     };
     if let Err(e) = done {
         out::warn(&format!("crashlab: {}", fail::one_line(&e)));
+    }
+}
+
+/// The longest command line read from stdin: a command is a few words.
+const LINE_BYTES_MAX: usize = 4096;
+/// The most of a bad command echoed on stderr.
+const ECHO_CHARS_MAX: usize = 64;
+
+/// One line of stdin, or what is kept of one past the bound.
+#[derive(Debug, PartialEq, Eq)]
+enum Line {
+    Text(String),
+    /// The first `LINE_BYTES_MAX` bytes of a line of `bytes` bytes; the rest was read and
+    /// dropped, never held.
+    TooLong {
+        head: String,
+        bytes: usize,
+    },
+}
+
+/// Read one line (its newline dropped) holding at most `max` bytes of it, however long it
+/// is; None at the end of input.
+fn read_line(input: &mut impl BufRead, max: usize) -> std::io::Result<Option<Line>> {
+    let mut head = Vec::new();
+    let mut bytes = 0usize;
+    let mut read_any = false;
+    loop {
+        let chunk = input.fill_buf()?;
+        if chunk.is_empty() {
+            if !read_any {
+                return Ok(None);
+            }
+            break;
+        }
+        read_any = true;
+        let (len, newline) = match chunk.iter().position(|b| *b == b'\n') {
+            Some(at) => (at, true),
+            None => (chunk.len(), false),
+        };
+        let room = max.saturating_sub(head.len());
+        head.extend_from_slice(&chunk[..len.min(room)]);
+        bytes += len;
+        input.consume(len + usize::from(newline));
+        if newline {
+            break;
+        }
+    }
+    let head = String::from_utf8_lossy(&head).into_owned();
+    Ok(Some(match bytes > max {
+        true => Line::TooLong { head, bytes },
+        false => Line::Text(head),
+    }))
+}
+
+/// A command as echoed on stderr: its first `ECHO_CHARS_MAX` characters, `…` past them.
+fn shown(command: &str) -> String {
+    match command.char_indices().nth(ECHO_CHARS_MAX) {
+        Some((at, _)) => format!("{}…", &command[..at]),
+        None => command.to_string(),
     }
 }
 
@@ -241,4 +312,34 @@ fn startup_line(s: &super::Startup) -> String {
         s.port.map_or_else(|| "-".to_string(), |p| p.to_string()),
         s.start_wall_ms
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_line_past_the_bound_is_read_through_and_only_its_head_kept() {
+        let long = "A".repeat(10_000);
+        let text = format!("kill postgres\n{long}\nstartups");
+        let mut input = std::io::BufReader::with_capacity(7, text.as_bytes());
+        assert_eq!(
+            read_line(&mut input, 16).unwrap(),
+            Some(Line::Text("kill postgres".into()))
+        );
+        assert_eq!(
+            read_line(&mut input, 16).unwrap(),
+            Some(Line::TooLong {
+                head: "A".repeat(16),
+                bytes: 10_000
+            })
+        );
+        assert_eq!(
+            read_line(&mut input, 16).unwrap(),
+            Some(Line::Text("startups".into()))
+        );
+        assert_eq!(read_line(&mut input, 16).unwrap(), None);
+        assert_eq!(shown(&"é".repeat(100)).chars().count(), ECHO_CHARS_MAX + 1);
+        assert_eq!(shown("kill"), "kill");
+    }
 }

@@ -250,6 +250,14 @@ impl Servers {
     }
 
     /// Whether crashlab's private server of that kind is up (not killed); a given one always.
+    /// Whether this stack has the server at all (started or given).
+    pub fn has(&self, kind: Kind) -> bool {
+        match kind {
+            Kind::Postgres => self.pg.is_some(),
+            Kind::Rabbitmq => self.mq.is_some(),
+        }
+    }
+
     pub fn running(&self, kind: Kind) -> bool {
         match kind {
             Kind::Postgres => match &self.pg {

@@ -59,7 +59,8 @@ impl Private {
                 .with_context(|| format!("giving {} to the postgres user", home.display()))?;
         }
         let log = std::fs::File::create(home.join("initdb.log"))?;
-        let mut command = Command::new(bin.join("initdb"));
+        // initdb forks the postgres that builds the cluster: the group goes with crashlab.
+        let mut command = process::group_dies_with_parent(&bin.join("initdb"));
         command
             .args([
                 "--no-sync",
@@ -77,7 +78,6 @@ impl Private {
             .stdout(log.try_clone()?)
             .stderr(log);
         as_user(&mut command, user);
-        process::die_with_parent(&mut command, rustix::process::Signal::KILL);
         let mut child = launcher
             .spawn(command)
             .with_context(|| format!("starting {}", bin.join("initdb").display()))?;

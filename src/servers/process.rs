@@ -45,6 +45,11 @@ fn stat(pid: i32) -> Option<(i32, u64)> {
     Some((ppid, start_ticks))
 }
 
+/// The start time of a live process (`/proc/PID/stat` field 22).
+pub fn start_ticks(pid: i32) -> Option<u64> {
+    stat(pid).map(|(_, start)| start)
+}
+
 /// Is `proc` still running (the same process, not a zombie)?
 pub fn alive(proc: Proc) -> bool {
     stat(proc.pid).is_some_and(|(_, start)| start == proc.start_ticks)
@@ -146,6 +151,22 @@ pub fn die_with_parent(command: &mut Command, signal: rustix::process::Signal) {
     // Its own process group: a Ctrl-C on the terminal reaches crashlab, which stops the
     // servers in order, instead of reaching the servers half-way through a step.
     command.process_group(0);
+}
+
+/// `sh`'s part of `group_dies_with_parent`: on SIGTERM, SIGKILL the whole process group (the
+/// shell too); else run the program and exit with its status.
+const GROUP_GUARD: &str = "trap 'kill -KILL 0' TERM; \"$@\" & wait $!";
+
+/// A command for `program` whose whole process group dies with crashlab. PR_SET_PDEATHSIG
+/// reaches only the process it is set on, never the children that one forks (initdb's
+/// `postgres --boot` and `--single`), so `program` runs under `sh`, the leader of a group of
+/// its own, which gets SIGTERM when crashlab ends, however it ends, and then SIGKILLs the
+/// group. Arguments added to the command are `program`'s.
+pub fn group_dies_with_parent(program: &std::path::Path) -> Command {
+    let mut command = Command::new("sh");
+    command.args(["-c", GROUP_GUARD, "sh"]).arg(program);
+    die_with_parent(&mut command, rustix::process::Signal::TERM);
+    command
 }
 
 /// The thread every server process is spawned from. PR_SET_PDEATHSIG fires when the *thread*

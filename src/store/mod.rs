@@ -1,4 +1,7 @@
-//! The roles' durable state: what a role needs of its store, and SQLite behind it.
+//! The roles' durable state: what a role needs of its store, and SQLite behind it; beside
+//! it PostgreSQL (`pg.rs`) and RabbitMQ (`amqp.rs`). A SQLite file and a PostgreSQL database
+//! are both a traced SQL store (`sql.rs`), so a role written once runs the same statements
+//! on either.
 //!
 //! A role opens each store it writes with `open` (the settings pinned on every connection,
 //! the schema created or checked, a foreign or damaged store refused with one line), runs
@@ -11,13 +14,18 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
+pub mod amqp;
 mod explain;
+pub mod pg;
+pub mod sql;
+pub mod sql_sqlite;
 mod sqlite;
 
 #[cfg(test)]
 mod tests;
 
 pub use explain::explain;
+pub use sql::{Cell, Sql, Val};
 pub use sqlite::{
     open, open_existing, open_traced, rows, sqlite_version, Db, APPLICATION_ID, BUSY_TIMEOUT_MS,
     PRAGMAS,

@@ -42,6 +42,8 @@ pub const PRAGMAS: &[(&str, &str)] = &[
 pub struct Db {
     pub conn: Connection,
     pub db: &'static str,
+    /// The file as messages name it.
+    pub shown: String,
 }
 
 /// Open `path` as a database of kind `schema`, pin the pragmas, trace to stdout, check schema.
@@ -135,6 +137,7 @@ pub fn open_traced(
         return Ok(Db {
             conn,
             db: schema.db,
+            shown,
         });
     }
     // A corrupt page (a table's root, an index) is refused here, before anything is written
@@ -164,6 +167,7 @@ pub fn open_traced(
     Ok(Db {
         conn,
         db: schema.db,
+        shown,
     })
 }
 

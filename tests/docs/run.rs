@@ -114,16 +114,20 @@ fn one(root: &Path, block: &Block, shown: &[Shown], mark: &str) -> Result<(), St
     std::os::unix::fs::symlink(exe, bin.join("crashlab")).unwrap();
     let run_lab = run_lab_without_build(&fs::read_to_string(root.join("run-lab.sh")).unwrap());
     fs::write(work.join("run-lab.sh"), run_lab).unwrap();
-    if shown.iter().any(|c| c.text.contains("evidence/")) {
+    // The archive, and the examples (docs/probe.md's Python service), when a block names them.
+    for tree in ["evidence", "examples"] {
+        if !shown.iter().any(|c| c.text.contains(&format!("{tree}/"))) {
+            continue;
+        }
         let copied = Command::new("cp")
             .arg("-R")
-            .arg(root.join("evidence"))
+            .arg(root.join(tree))
             .arg(&work)
             .status()
-            .map_err(|e| format!("copying evidence/: {e}"))?;
+            .map_err(|e| format!("copying {tree}/: {e}"))?;
         assert!(
             copied.success(),
-            "copying evidence/ into the block's directory"
+            "copying {tree}/ into the block's directory"
         );
     }
     let stdout_path = dir.path().join("stdout.txt");

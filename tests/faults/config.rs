@@ -20,12 +20,34 @@ fn an_out_whose_parent_is_a_file_is_a_usage_error() {
     ] {
         let out = run(dir.path(), line);
         assert_eq!(code(&out), 2, "{line}: {}", stderr(&out));
-        assert!(one_line(&out).contains("afile is a file, not a directory"));
+        assert!(one_line(&out).contains("afile is not a directory"));
         assert_eq!(
             files(dir.path()),
             [PathBuf::from("afile")],
             "{line} made nothing"
         );
+    }
+}
+
+/// An --out no directory can be made at is the user's to change: exit 2 and one line for
+/// each, never 74 (an I/O fault of the machine), and nothing made.
+#[test]
+fn an_out_no_directory_can_be_made_at_is_one_line_and_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let long = "a".repeat(250);
+    for (out, said) in [
+        ("/proc/x", "creating /proc/x.partial"),
+        ("/sys/x", "creating /sys/x.partial"),
+        ("/dev/null/x", "/dev/null is not a directory"),
+        (
+            long.as_str(),
+            "output directory name is 250 bytes; at most 247 (its .partial sibling must fit in 255)",
+        ),
+    ] {
+        let out = run(dir.path(), &format!("driver 14 --out {out}"));
+        assert_eq!(code(&out), 2, "{out:?}: {}", stderr(&out));
+        assert!(one_line(&out).contains(said), "{}", stderr(&out));
+        assert!(files(dir.path()).is_empty(), "{out:?} made nothing");
     }
 }
 

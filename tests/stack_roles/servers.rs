@@ -8,7 +8,9 @@ use std::sync::mpsc::{channel, Receiver};
 use std::time::{Duration, Instant};
 
 use crate::common::{self, code, readback, stderr, BIN};
-use crashlab::labs::outbox_stack::roles::{self, STORES};
+use crashlab::labs::outbox_inbox::roles::Verify;
+use crashlab::labs::outbox_inbox::stack::Stack;
+use crashlab::role::{Argv, Role};
 
 /// How long the servers may take to be ready, or to answer a kill or a restart.
 const SERVERS_WAIT: Duration = Duration::from_secs(120);
@@ -91,14 +93,14 @@ impl Servers {
         file["postgres"][name].as_str().unwrap().to_string()
     }
 
-    pub fn run(&self, argv: roles::Argv) -> Output {
+    pub fn run(&self, argv: Argv) -> Output {
         let words = argv.into_vec();
         let words: Vec<&str> = words.iter().map(String::as_str).collect();
         common::crashlab(self.work(), &words)
     }
 
     pub fn verify(&self) -> serde_json::Value {
-        let output = self.run(roles::verify(&STORES, true, None));
+        let output = self.run(Verify::of(Stack::Servers, None).argv());
         assert_eq!(code(&output), 0, "verify: {}", stderr(&output));
         readback(&output)
     }

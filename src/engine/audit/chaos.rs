@@ -20,7 +20,7 @@ use crate::engine::load::chaos::{self as load_chaos, Options};
 use crate::engine::load::kills::Kill;
 use crate::engine::load::profile::LoadProfile;
 use crate::engine::load::roles::events_rel;
-use crate::engine::Lab;
+use crate::engine::LabStack;
 use crate::fail;
 
 const P: &str = evidence::PROCESSES;
@@ -177,7 +177,7 @@ fn exits(report: &mut Report, processes: &Processes, kills: &[Kill], servers: &S
 #[allow(clippy::too_many_arguments)]
 fn report_fields(
     report: &mut Report,
-    lab: &Lab,
+    lab: &LabStack,
     options: &Options,
     processes: &Processes,
     kills: &[Kill],
@@ -262,13 +262,13 @@ const CLAIMS: [&str; 5] = ["check", "anomalies", "bad_anomalies", "lost", "dupli
 fn claims(
     report: &mut Report,
     tree: &Tree,
-    lab: &Lab,
+    lab: &LabStack,
     profile: &dyn LoadProfile,
     options: &Options,
     processes: &Processes,
     chaos: &Value,
 ) -> Option<Vec<String>> {
-    let scratch = match tempfile::tempdir() {
+    let scratch = match crate::owner::tempdir("audit") {
         Ok(s) => s,
         Err(e) => {
             report.problem(".", format!("no scratch directory: {e}"));
@@ -364,7 +364,7 @@ fn claims(
     };
     report.summary = format!(
         "chaos {}, {}, {}, {}, {recorded}{} lost, {} duplicated, claims, hashes",
-        lab.id,
+        lab.id(),
         crate::out::plural(options.messages, "message", "messages"),
         crate::out::plural(
             chaos["processes"].as_u64().unwrap_or(0),

@@ -65,7 +65,7 @@ pub(super) fn kept(
             match super::kept::logical_sha256(bytes, wal) {
                 Ok(d) => Some(d),
                 Err(e) => {
-                    report.problem(&r.file, format!("not a readable database: {e:#}"));
+                    report.problem(&r.file, format!("not a sound database: {e:#}"));
                     continue;
                 }
             }

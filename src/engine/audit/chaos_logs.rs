@@ -14,7 +14,7 @@ use crate::engine::load::kills::{self, Kill};
 use crate::engine::load::pipeline::{self, Schedule, LOGS};
 use crate::engine::load::profile::LoadProfile;
 use crate::engine::load::roles::events_rel;
-use crate::engine::Lab;
+use crate::engine::LabStack;
 
 const P: &str = evidence::PROCESSES;
 /// Problems reported per log for its seeded values: one is enough to fail, a few say which.
@@ -44,7 +44,7 @@ fn roles(profile: &dyn LoadProfile, options: &Options) -> BTreeMap<String, Vec<S
 pub(super) fn check_processes(
     report: &mut Report,
     tree: &Tree,
-    lab: &Lab,
+    lab: &LabStack,
     profile: &dyn LoadProfile,
     options: &Options,
     processes: &Processes,

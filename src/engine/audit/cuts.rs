@@ -3,8 +3,14 @@
 //! the work directory and never the undo log; and what each cut left is what the snapshot
 //! taken right after it recorded: every database or side file the cut names has, in
 //! `database-files.json`'s row for that step, the size the cut says it left (absent when the
-//! cut removed it). The undo log itself is not evidence (it holds the old bytes of every
-//! write): the audit checks its recorded effect, not the log.
+//! cut removed it). The undo log's old bytes are not evidence; its records are (`log`, each
+//! act without its bytes), and every other field of a line is derived from them again
+//! (`power::cut::derive`): the unsynced acts, the prefix, each file's action, undone creates
+//! and unlinks, dropped writes and byte ranges, its size after. What the record cannot give
+//! is attested: the records themselves, a file's size before, a torn tail, and whether a
+//! `-shm` file was there to remove (each must be one the cut may remove).
+
+use std::collections::BTreeSet;
 
 use serde_json::Value;
 
@@ -12,14 +18,23 @@ use super::tree::Tree;
 use super::Report;
 use crate::engine::evidence::Process;
 use crate::engine::nemesis::POWER_CUTS_NAME;
+use crate::engine::replay::Cut;
 use crate::engine::scenario::{Scenario, Step};
 use crate::engine::state::FileRow;
+use crate::power::cut::derive::{derive, Derived, How};
+use crate::power::cut::record::Entry;
 use crate::power::cut::Style;
 
 const F: &str = POWER_CUTS_NAME;
 
+/// What no record of a cut can prove, shown by the audit.
+pub(super) const ATTESTED: &str = "power-cuts.jsonl log (the undo log's records), first_record, \
+torn_tail_bytes, size_before, the size_after of a restored file, and that each -shm file \
+removed was there";
+
 /// Check the cuts of a driver run cut in `style` seeded `seed`; `steps` in the run's order
-/// with their records. Returns the file's name, a file this run writes.
+/// with their records. Returns the file's name, a file this run writes, and each cut's
+/// changed database files for the replay.
 pub(super) fn check(
     report: &mut Report,
     tree: &Tree,
@@ -27,10 +42,12 @@ pub(super) fn check(
     steps: &[(&Scenario, &Step)],
     processes: &[Process],
     rows: Option<&[FileRow]>,
-) -> String {
+) -> (String, Vec<Cut>) {
+    let mut changed = Vec::new();
     let Some(text) = tree.text(report, F) else {
-        return F.to_string();
+        return (F.to_string(), changed);
     };
+    report.attested.push(ATTESTED.to_string());
     // The crashed steps: armed, and ended as the cut's SIGKILL ends them.
     let crashed: Vec<(&Scenario, &Step)> = steps
         .iter()
@@ -70,6 +87,14 @@ pub(super) fn check(
             report.problem(F, format!("{label}: no list of files"));
             continue;
         };
+        if let Some(derived) = derived_of(report, F, &label, &cut, How::Seeded(style, seed)) {
+            same_as_derived(report, F, &label, &cut, &derived);
+            changed.push(Cut {
+                scenario: scenario.name.clone(),
+                step: step.name.clone(),
+                files: changed_databases(&derived),
+            });
+        }
         for file in files {
             let Some(path) = file["path"].as_str() else {
                 report.problem(F, format!("{label}: a file without a path"));
@@ -107,7 +132,143 @@ pub(super) fn check(
             }
         }
     }
-    F.to_string()
+    (F.to_string(), changed)
+}
+
+/// The cut a line's `log` and `first_record` give under `how`; None (and a problem) when
+/// the line has no record the cut can be derived from.
+pub(super) fn derived_of(
+    report: &mut Report,
+    file: &str,
+    label: &str,
+    cut: &Value,
+    how: How<'_>,
+) -> Option<Derived> {
+    let log: Result<Vec<Entry>, _> = serde_json::from_value(cut["log"].clone());
+    let (Ok(log), Some(first)) = (log, cut["first_record"].as_u64()) else {
+        report.problem(
+            file,
+            format!("{label}: no log and first_record to derive the cut from"),
+        );
+        return None;
+    };
+    match derive(&log, first as usize, how) {
+        Ok(d) => Some(d),
+        Err(why) => {
+            report.problem(file, format!("{label}: its log derives no cut: {why}"));
+            None
+        }
+    }
+}
+
+/// Every field of a recorded cut the record gives must be what it gives.
+pub(super) fn same_as_derived(
+    report: &mut Report,
+    file: &str,
+    label: &str,
+    cut: &Value,
+    d: &Derived,
+) {
+    let mut differ = |what: String| report.problem(file, format!("{label}: {what}"));
+    for (key, want) in [
+        ("records", Value::from(d.records)),
+        ("unsynced", Value::from(d.unsynced.len())),
+    ] {
+        if cut[key] != want {
+            differ(format!("{key} {}, its log gives {want}", cut[key]));
+        }
+    }
+    if cut.get("prefix_at").is_some() && cut["prefix_at"] != serde_json::json!(d.prefix_at) {
+        differ(format!(
+            "prefix_at {}, its log and seed give {:?}",
+            cut["prefix_at"], d.prefix_at
+        ));
+    }
+    let files = cut["files"].as_array().cloned().unwrap_or_default();
+    let paths: Vec<&str> = files.iter().filter_map(|f| f["path"].as_str()).collect();
+    let want: Vec<&str> = d.files.iter().map(|f| f.path.as_str()).collect();
+    if paths != want {
+        differ(format!("files {paths:?}, its log gives {want:?}"));
+    }
+    for (entry, w) in files.iter().zip(&d.files) {
+        let before = entry["size_before"].as_u64();
+        let action = entry["action"].as_str().unwrap_or_default();
+        // `missing`: a file to roll back that was not on disk, which only the disk says.
+        let action_ok = action == w.action
+            || (action == "missing" && w.action == "rolled-back" && before.is_none());
+        // A restored file starts as it was unlinked, a size no record gives (attested)
+        // unless the cut set one.
+        let size_after = match action {
+            "removed" | "missing" => Some(None),
+            "restored" => w.size.map(Some),
+            _ => Some(w.size.or(before)),
+        };
+        let recorded_after = entry["size_after"].clone();
+        let checks = [
+            (
+                "action",
+                Value::from(action),
+                Value::from(w.action),
+                action_ok,
+            ),
+            (
+                "undone",
+                entry["undone"].clone(),
+                serde_json::json!(w.undone),
+                true,
+            ),
+            (
+                "dropped_writes",
+                entry["dropped_writes"].clone(),
+                Value::from(w.dropped_writes),
+                true,
+            ),
+            (
+                "dropped_ranges",
+                entry["dropped_ranges"].clone(),
+                serde_json::json!(w.dropped_ranges),
+                true,
+            ),
+            (
+                "size_after",
+                recorded_after.clone(),
+                size_after.map_or(recorded_after, |v| serde_json::json!(v)),
+                true,
+            ),
+        ];
+        for (key, got, want, ok) in checks {
+            if !ok || (key != "action" && got != want) {
+                differ(format!("{} {key} {got}, its log gives {want}", w.path));
+            }
+        }
+    }
+    for shm in cut["shm_removed"].as_array().into_iter().flatten() {
+        let name = shm.as_str().unwrap_or_default();
+        if !d.shm.iter().any(|s| s == name) {
+            differ(format!(
+                "shm_removed names {shm}, which no file of its log has"
+            ));
+        }
+    }
+}
+
+/// The database files a cut changed: each file it put anything back in, with its WAL and
+/// journal counted as the database's.
+fn changed_databases(d: &Derived) -> BTreeSet<String> {
+    d.files
+        .iter()
+        .filter(|f| {
+            f.action != "rolled-back" || !f.undone.is_empty() || !f.dropped_ranges.is_empty()
+        })
+        .map(|f| {
+            let p = f.path.as_str();
+            let db = p
+                .strip_suffix("-wal")
+                .or_else(|| p.strip_suffix("-journal"))
+                .unwrap_or(p);
+            db.to_string()
+        })
+        .collect()
 }
 
 /// Each line of the cuts file as JSON, in order; a line that is not JSON is reported and
@@ -128,7 +289,8 @@ fn parse_lines(report: &mut Report, text: &str) -> Vec<Option<Value>> {
 
 /// A chaos run's cuts: each follows the kills of one poll (the moments due then and the
 /// roles killed with them), every row of `kills.json` exactly one cut's, in order; each in
-/// the style and seed the command gives, naming only plain files of the work directory.
+/// the style and seed the command gives, naming only plain files of the work directory, and
+/// every other field what its `log` gives under that style and seed.
 pub(super) fn check_chaos(
     report: &mut Report,
     tree: &Tree,
@@ -138,6 +300,7 @@ pub(super) fn check_chaos(
     let Some(text) = tree.text(report, F) else {
         return F.to_string();
     };
+    report.attested.push(ATTESTED.to_string());
     let mut next = 1u64;
     for (at, cut) in parse_lines(report, &text).into_iter().enumerate() {
         let label = format!("line {}", at + 1);
@@ -165,6 +328,9 @@ pub(super) fn check_chaos(
             if cut[key] != value {
                 report.problem(F, format!("{label}: {key} {}, expected {value}", cut[key]));
             }
+        }
+        if let Some(derived) = derived_of(report, F, &label, &cut, How::Seeded(style, seed)) {
+            same_as_derived(report, F, &label, &cut, &derived);
         }
         for file in cut["files"].as_array().into_iter().flatten() {
             let path = file["path"].as_str().unwrap_or_default();

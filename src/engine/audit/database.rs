@@ -11,7 +11,7 @@ use super::Report;
 use crate::engine::evidence;
 use crate::engine::scenario::{Expect, Scenario, Step};
 use crate::engine::state::{FileRow, END};
-use crate::engine::Lab;
+use crate::engine::LabStack;
 
 const F: &str = evidence::DATABASE_FILES;
 /// Problems reported for the order of rows: one edit shifts everything after it.
@@ -34,7 +34,7 @@ fn snapshots(scenario: &Scenario) -> impl Iterator<Item = &str> {
 /// the driver waited for that line, so from then on it was running.
 pub(super) fn check_rows(
     report: &mut Report,
-    lab: &Lab,
+    lab: &LabStack,
     scenarios: &[Scenario],
     rows: &[FileRow],
     ready: &std::collections::BTreeSet<(String, String)>,
@@ -53,7 +53,7 @@ pub(super) fn check_rows(
 
 /// The rows in the driver's order: per scenario, per step, per database, then its side files
 /// in the store's order (SQLite: `-wal`, `-journal`), those that existed.
-fn order(report: &mut Report, lab: &Lab, scenarios: &[Scenario], rows: &[FileRow]) {
+fn order(report: &mut Report, lab: &LabStack, scenarios: &[Scenario], rows: &[FileRow]) {
     let mut at = 0usize;
     let mut said = 0usize;
     let mut say = |report: &mut Report, text: String| {
@@ -139,7 +139,7 @@ fn order(report: &mut Report, lab: &Lab, scenarios: &[Scenario], rows: &[FileRow
     }
 }
 
-fn well_formed(report: &mut Report, lab: &Lab, index: usize, row: &FileRow) {
+fn well_formed(report: &mut Report, lab: &LabStack, index: usize, row: &FileRow) {
     let at = format!("row {} ({} after {})", index + 1, row.file, row.after_step);
     let Some((_, part)) = lab.store.part(&row.file, lab.databases) else {
         report.problem(F, format!("{at}: not a file of lab {}", lab.full_name()));
@@ -155,7 +155,7 @@ fn well_formed(report: &mut Report, lab: &Lab, index: usize, row: &FileRow) {
 /// while no row changes.)
 fn readbacks_write_nothing(
     report: &mut Report,
-    lab: &Lab,
+    lab: &LabStack,
     scenarios: &[Scenario],
     rows: &[FileRow],
 ) {

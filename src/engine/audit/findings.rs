@@ -9,7 +9,7 @@ use super::Report;
 use crate::engine::evidence::{self, Results};
 use crate::engine::observed::{self, ScenarioFindings, Seen};
 use crate::engine::scenario::{Scenario, Step};
-use crate::engine::Lab;
+use crate::engine::LabStack;
 use crate::events::Event;
 
 const R: &str = evidence::RESULTS;
@@ -21,7 +21,7 @@ pub(super) type StepSeen = (Vec<Event>, Option<Value>);
 /// derived scenario holds.
 pub(super) fn check(
     report: &mut Report,
-    lab: &Lab,
+    lab: &LabStack,
     steps: &[(&Scenario, &Step)],
     seen: &[StepSeen],
     results: Option<&Results>,

@@ -12,12 +12,12 @@ use crate::engine::evidence;
 use crate::engine::files::FileRow;
 use crate::engine::files::END;
 use crate::engine::scenario::Scenario;
-use crate::engine::Lab;
+use crate::engine::LabStack;
 
 pub(super) fn check(
     report: &mut Report,
     tree: &Tree,
-    lab: &Lab,
+    lab: &LabStack,
     scenarios: &[Scenario],
     keep_db: bool,
     rows: Option<&[FileRow]>,
@@ -66,7 +66,7 @@ pub(super) fn check(
 fn kept_scenario(
     report: &mut Report,
     tree: &Tree,
-    lab: &Lab,
+    lab: &LabStack,
     scenario: &Scenario,
     rows: &[FileRow],
 ) -> Vec<String> {
@@ -96,7 +96,7 @@ fn kept_scenario(
                             scenario.name
                         ),
                     ),
-                    Err(e) => report.problem(&rel, format!("not a readable database: {e:#}")),
+                    Err(e) => report.problem(&rel, format!("not a sound database: {e:#}")),
                 }
             }
             (true, None) if tree.has_file(&rel) => kept.push(rel),

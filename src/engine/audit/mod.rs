@@ -28,6 +28,7 @@ mod output_sql;
 #[cfg(test)]
 mod output_tests;
 mod pictures;
+mod probe;
 mod record;
 mod replayed;
 mod report;
@@ -37,6 +38,7 @@ mod sequence;
 mod servers;
 mod sources;
 mod statements;
+mod states;
 mod traced;
 mod tree;
 
@@ -64,6 +66,10 @@ pub struct Report {
     pub crashes: usize,
     pub conflicts: usize,
     pub study: Vec<String>,
+    /// A power-loss run whose store profile is not the lab's design: its failures are the
+    /// run's findings, as a moved crash's are.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lossy_profile: Option<String>,
     /// `lab`, or `chaos` for a chaos run.
     pub kind: String,
     /// The PASS line's description, when the kind writes its own.
@@ -128,8 +134,17 @@ pub fn audit(dir: &Path, strict_sources: bool) -> Report {
             );
         }
         report.attested = vec![format!("{EXPLORE} and every case's claims")];
+        if states::check(&mut report, &tree) {
+            // `--cut exhaustive`: each case's states are enumerated again from its record.
+            report
+                .summary
+                .push_str(", every kept state derived again from its cut's record");
+            report.attested.push(states::ATTESTED.to_string());
+        }
     } else if tree.has_file(CHAOS) {
         chaos::check_chaos(&mut report, &tree);
+    } else if tree.has_file(crate::probe::records::PROBE) {
+        probe::check_probe(&mut report, &tree);
     } else {
         run::check_run(&mut report, &tree);
     }
@@ -139,6 +154,12 @@ pub fn audit(dir: &Path, strict_sources: bool) -> Report {
     report.dedup();
     report.ok = report.problems.is_empty();
     report
+}
+
+/// The audit's one snapshot of `dir`, as its walk reads it: what the replay's tests read.
+#[cfg(test)]
+pub(crate) fn snapshot(dir: &Path) -> Tree {
+    Tree::load(&mut Report::default(), dir)
 }
 
 /// The report of a `crashlab chaos` run; its presence marks a chaos evidence directory.

@@ -11,8 +11,7 @@ fn argv(args: &[&str]) -> Vec<String> {
 
 /// The points of the lab these outputs come from: the one that has the points they name.
 fn points() -> &'static [PointDef] {
-    let lab = crate::engine::registry::labs()
-        .iter()
+    let lab = crate::engine::registry::stacks()
         .find(|lab| {
             ["sender.after-commit", "consumer.before-ack"]
                 .iter()

@@ -6,24 +6,29 @@ use super::record::output_files;
 use super::tree::Tree;
 use super::Report;
 use crate::engine::evidence::{self, Processes};
+use crate::engine::replay::Cut;
 use crate::engine::scenario::{Scenario, Step};
-use crate::engine::Lab;
+use crate::engine::LabStack;
 
+/// A run's steps in order, each with its scenario.
+type RunSteps<'a> = &'a [(&'a Scenario, &'a Step)];
+
+/// `cuts`: a power-loss run's cuts, each with the database files it changed.
 pub(super) fn check(
     report: &mut Report,
     tree: &Tree,
-    lab: &Lab,
-    steps: &[(&Scenario, &Step)],
-    scenarios: &[Scenario],
+    lab: &LabStack,
+    (steps, scenarios, cuts): (RunSteps<'_>, &[Scenario], Option<&[Cut]>),
     processes: &Processes,
     many: bool,
 ) {
     let replayed = crate::engine::replay::check(
-        tree.dir(),
+        tree,
         lab,
         scenarios,
         &processes.processes,
         &processes.pragmas,
+        cuts,
     );
     name_traces(report, steps, &replayed, many);
     for (file, problem) in replayed {

@@ -47,12 +47,19 @@ pub fn run(dir: &Path, json: bool, strict_sources: bool) -> Result<i32> {
                 .lab
                 .as_deref()
                 .map_or("?".to_string(), |l| l.replacen('-', " (", 1) + ")");
-            let study = if report.study.is_empty() {
+            let mut studied = Vec::new();
+            if !report.study.is_empty() {
+                studied.push(format!("moved crash {}", report.study.join(", ")));
+            }
+            if let Some(profile) = &report.lossy_profile {
+                studied.push(format!("store profile {profile} under power loss"));
+            }
+            let study = if studied.is_empty() {
                 String::new()
             } else {
                 format!(
-                    ", study with moved crash {} (its failures as recorded)",
-                    report.study.join(", ")
+                    ", study with {} (its failures as recorded)",
+                    studied.join(" and ")
                 )
             };
             crate::say!(

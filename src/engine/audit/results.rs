@@ -8,7 +8,7 @@ use super::{sequence, Report};
 use crate::engine::check::Verdict;
 use crate::engine::evidence::{self, Results};
 use crate::engine::scenario::{Scenario, Step};
-use crate::engine::Lab;
+use crate::engine::LabStack;
 
 const R: &str = evidence::RESULTS;
 
@@ -17,7 +17,7 @@ const DIFFS_MAX: usize = 4;
 
 pub(super) fn compare(
     report: &mut Report,
-    lab: &Lab,
+    lab: &LabStack,
     steps: &[(&Scenario, &Step)],
     results: &Results,
     verdicts: &[Option<Verdict>],

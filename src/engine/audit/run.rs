@@ -64,10 +64,13 @@ pub(super) fn check_run(report: &mut Report, tree: &Tree) {
             return;
         }
     };
-    // Labs on several stacks share a name: the command's --stack says which one ran.
-    let lab = match crate::engine::registry::find_on(&command.lab, command.stack.stack.as_deref()) {
-        Ok(on) if on.full_name() == lab.full_name() => on,
-        _ => lab,
+    // A lab runs on several stacks: the command's --stack says which one ran.
+    let lab = match crate::engine::registry::on(lab, command.stack.stack.as_deref()) {
+        Ok(on) => on,
+        Err(e) => {
+            report.problem(P, fail::one_line(&e));
+            return;
+        }
     };
     let on_servers = servers::check(report, tree, lab);
     match crate::engine::registry::find(&command.lab) {
@@ -139,7 +142,12 @@ pub(super) fn check_run(report: &mut Report, tree: &Tree) {
     }
     report.processes = processes.processes.len();
     let many = scenarios.len() > 1;
-    let study = !command.moves.is_empty();
+    // A lossy store profile under power loss breaks where its design does, as a moved crash
+    // does: what the run recorded is judged, not what the default design expects.
+    if command.cut.is_some() && command.profile != crate::power::profile::DEFAULT {
+        report.lossy_profile = Some(command.profile.name.to_string());
+    }
+    let study = !command.moves.is_empty() || report.lossy_profile.is_some();
     let mut verdicts: Vec<Option<Verdict>> = Vec::with_capacity(steps.len());
     // Each step's events and readback, for the scenarios' findings (findings.rs).
     let mut seen: Vec<findings::StepSeen> = Vec::with_capacity(steps.len());
@@ -272,15 +280,18 @@ pub(super) fn check_run(report: &mut Report, tree: &Tree) {
         database::check_rows(report, lab, &scenarios, rows, &ready);
     }
     let mut pictures = pictures::check(report, tree, &processes, results.as_ref());
+    let mut cut_files = None;
     if let Some(cut) = command.cut {
-        pictures.insert(cuts::check(
+        let (file, changed) = cuts::check(
             report,
             tree,
             cut,
             &steps,
             &processes.processes,
             rows.as_deref(),
-        ));
+        );
+        pictures.insert(file);
+        cut_files = Some(changed);
     }
     kept::check(
         report,
@@ -291,7 +302,8 @@ pub(super) fn check_run(report: &mut Report, tree: &Tree) {
         rows.as_deref(),
         pictures,
     );
-    replayed::check(report, tree, lab, &steps, &scenarios, &processes, many);
+    let replay = (&steps[..], &scenarios[..], cut_files.as_deref());
+    replayed::check(report, tree, lab, replay, &processes, many);
     traced::check(
         report,
         tree,

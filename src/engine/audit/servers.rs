@@ -15,7 +15,7 @@ use crate::engine::evidence::Process;
 use crate::engine::fleet::{kill, SERVERS};
 use crate::engine::scenario::{Scenario, Step};
 use crate::engine::stack::Server;
-use crate::engine::Lab;
+use crate::engine::LabStack;
 
 /// What no file can prove of the servers: shown by the audit, never checked.
 const ATTESTED: &str = "servers.json port, version, start_wall_ms and restart_wall_ms";
@@ -45,7 +45,7 @@ impl Record {
 }
 
 /// The stack and its servers; the record, for `check_kills`, when the lab runs on servers.
-pub(super) fn check(report: &mut Report, tree: &Tree, lab: &Lab) -> Option<Record> {
+pub(super) fn check(report: &mut Report, tree: &Tree, lab: &LabStack) -> Option<Record> {
     let Some(def) = lab.stack else {
         // A lab on files writes no servers.json; one there is said by kept.rs.
         return None;
@@ -57,7 +57,9 @@ pub(super) fn check(report: &mut Report, tree: &Tree, lab: &Lab) -> Option<Recor
             SERVERS,
             format!(
                 "stack '{}', but lab {} runs on {}",
-                record.stack, lab.id, def.name
+                record.stack,
+                lab.id(),
+                def.name
             ),
         );
     }
@@ -83,7 +85,7 @@ pub(super) fn check(report: &mut Report, tree: &Tree, lab: &Lab) -> Option<Recor
         if !lab.points.iter().any(|p| p.name == kill.point) || !kill.restart_wall_ms.is_finite() {
             report.problem(
                 SERVERS,
-                format!("a kill at '{}', no point of lab {}", kill.point, lab.id),
+                format!("a kill at '{}', no point of lab {}", kill.point, lab.id()),
             );
         }
     }

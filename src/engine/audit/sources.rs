@@ -11,13 +11,15 @@ fn inside(checkout: &Path, rel: &str) -> Option<PathBuf> {
     super::tree::plain(rel).then(|| checkout.join(rel))
 }
 
-/// The checkout to compare sources with: the one holding DIR, else the one this binary was built from.
+/// The checkout to compare sources with: the one holding DIR, else the one this binary was
+/// built from. DIR itself is evidence, never a checkout: its files are read once, by the
+/// walk, and a `Cargo.toml` above it is read as carefully (no FIFO, no device, bounded).
 fn find_checkout(dir: &Path) -> Option<PathBuf> {
     let start = fs::canonicalize(dir).ok()?;
-    for candidate in start.ancestors().take(64) {
+    for candidate in start.ancestors().skip(1).take(64) {
         let cargo = candidate.join("Cargo.toml");
-        if let Ok(text) = fs::read_to_string(&cargo) {
-            if text.contains("name = \"crashlab\"") {
+        if let Ok(bytes) = super::tree::read_nofollow(&cargo) {
+            if String::from_utf8_lossy(&bytes).contains("name = \"crashlab\"") {
                 return Some(candidate.to_path_buf());
             }
         }

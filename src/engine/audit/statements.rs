@@ -8,11 +8,11 @@ use std::collections::BTreeMap;
 
 use rusqlite::Connection;
 
-use crate::engine::Lab;
+use crate::engine::LabStack;
 use crate::store::Schema;
 
 /// The schemas of a lab's databases, by the short names its traces use.
-pub fn schemas(lab: &Lab) -> Vec<&'static Schema> {
+pub fn schemas(lab: &LabStack) -> Vec<&'static Schema> {
     lab.schemas.to_vec()
 }
 

@@ -4,9 +4,7 @@
 //! opened; every later check reads from this snapshot, not from the disk.
 
 use std::collections::BTreeMap;
-use std::fs::{self, File, OpenOptions};
-use std::io::Read;
-use std::os::unix::fs::OpenOptionsExt;
+use std::fs;
 use std::path::{Component, Path};
 
 use serde::de::DeserializeOwned;
@@ -26,8 +24,6 @@ const DEPTH_MAX: usize = 8;
 pub const SYMLINK: &str = "is a symlink; evidence holds plain files only";
 
 pub struct Tree {
-    /// DIR itself: the replay reads its files by their paths (it refuses symlinks itself).
-    dir: std::path::PathBuf,
     /// Every plain file, relative with `/`, and its bytes (`None`: listed but not read, and
     /// the reason is a problem already).
     files: BTreeMap<String, Option<Vec<u8>>>,
@@ -37,7 +33,6 @@ impl Tree {
     /// Walk `dir` (which the caller found to be a directory) and read every plain file.
     pub fn load(report: &mut Report, dir: &Path) -> Tree {
         let mut tree = Tree {
-            dir: dir.to_path_buf(),
             files: BTreeMap::new(),
         };
         let mut total_bytes = 0u64;
@@ -125,10 +120,6 @@ impl Tree {
         tree
     }
 
-    pub fn dir(&self) -> &Path {
-        &self.dir
-    }
-
     /// Every plain file, sorted.
     pub fn files(&self) -> impl Iterator<Item = &str> {
         self.files.keys().map(String::as_str)
@@ -177,6 +168,18 @@ impl Tree {
     }
 }
 
+/// The replay reads the same snapshot: no second open of a path in DIR.
+impl crate::engine::replay::Evidence for Tree {
+    fn bytes(&self, rel: &str) -> Result<&[u8], String> {
+        match self.files.get(rel) {
+            Some(Some(bytes)) => Ok(bytes),
+            // Why it was not read is a problem of the walk's already.
+            Some(None) => Err("not read (see its own problem)".to_string()),
+            None => Err("missing".to_string()),
+        }
+    }
+}
+
 /// A path recorded in evidence must be plain: relative, no `..`, no `.`.
 pub fn plain(rel: &str) -> bool {
     !rel.is_empty()
@@ -194,22 +197,10 @@ fn shown(rel: &str) -> &str {
 }
 
 /// Read a file without following a symlink in its last component (the walk saw no symlink
-/// above it), and only when it is still a plain file once open.
-fn read_nofollow(path: &Path) -> std::io::Result<Vec<u8>> {
-    let file: File = OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-        .open(path)?;
-    let meta = file.metadata()?;
-    if !meta.is_file() {
-        return Err(std::io::Error::other("not a plain file"));
-    }
-    let mut bytes = Vec::with_capacity(meta.len() as usize);
-    file.take(FILE_BYTES_MAX + 1).read_to_end(&mut bytes)?;
-    if bytes.len() as u64 > FILE_BYTES_MAX {
-        return Err(std::io::Error::other("grew past the bound while read"));
-    }
-    Ok(bytes)
+/// above it), only when it is still a plain file once open, and never waiting on one that
+/// is not (a FIFO swapped in).
+pub(super) fn read_nofollow(path: &Path) -> std::io::Result<Vec<u8>> {
+    crate::common::read_plain(path, FILE_BYTES_MAX)
 }
 
 /// Is `dir` evidence at all? It must hold one of the files every kind of run writes (a
@@ -220,6 +211,7 @@ pub fn looks_like_evidence(dir: &Path) -> bool {
         crate::engine::evidence::PROCESSES,
         super::EXPLORE,
         super::CHAOS,
+        crate::probe::records::PROBE,
     ]
     .iter()
     .any(|name| fs::symlink_metadata(dir.join(name)).is_ok())

@@ -8,11 +8,11 @@ use anyhow::Result;
 
 use crate::crash;
 use crate::engine::scenario::Scenario;
-use crate::engine::Lab;
+use crate::engine::LabStack;
 use crate::fail;
 
 /// Apply `--move-crash` to the scenarios; every error is a usage error naming the move.
-pub fn apply_moves(lab: &Lab, scenarios: &mut [Scenario], moves: &[String]) -> Result<()> {
+pub fn apply_moves(lab: &LabStack, scenarios: &mut [Scenario], moves: &[String]) -> Result<()> {
     for spec in moves {
         let (name, point) = spec.split_once('=').ok_or_else(|| {
             fail::usage(format!(
@@ -33,7 +33,7 @@ pub fn apply_moves(lab: &Lab, scenarios: &mut [Scenario], moves: &[String]) -> R
         if matching.is_empty() {
             return Err(fail::usage(format!(
                 "--move-crash {spec}: lab {} has no step '{name}'",
-                lab.id
+                lab.id()
             )));
         }
         for step in matching {
@@ -56,6 +56,11 @@ pub fn apply_moves(lab: &Lab, scenarios: &mut [Scenario], moves: &[String]) -> R
     Ok(())
 }
 
+/// The suffix of the directory a run writes until it is complete.
+const PARTIAL: &str = ".partial";
+/// The longest name of one directory entry (Linux's NAME_MAX).
+const NAME_BYTES_MAX: usize = 255;
+
 /// A path a user gave, refused when it exists; its `.partial` sibling is where the run writes
 /// until it is complete, so the final directory appears whole or not at all.
 pub fn claim_out(out: &Path) -> Result<PathBuf> {
@@ -68,17 +73,39 @@ pub fn claim_out(out: &Path) -> Result<PathBuf> {
     let name = out
         .file_name()
         .ok_or_else(|| fail::usage(format!("output directory {} has no name", out.display())))?;
-    let partial = out.with_file_name(format!("{}.partial", name.to_string_lossy()));
-    if partial.exists() {
+    // The `.partial` sibling must be a legal name too (NAME_MAX: 255 bytes on Linux).
+    if name.len() + PARTIAL.len() > NAME_BYTES_MAX {
         return Err(fail::usage(format!(
-            "{} exists: another run is writing there, or one was interrupted (remove it)",
-            partial.display()
+            "output directory name is {} bytes; at most {} (its {PARTIAL} sibling must fit in {NAME_BYTES_MAX})",
+            name.len(),
+            NAME_BYTES_MAX - PARTIAL.len()
         )));
     }
-    // A parent that is a file (`--out afile/sub`) is bad input, said before anything is made.
-    if let Some(file) = out.ancestors().skip(1).find(|a| a.is_file()) {
+    let partial = out.with_file_name(format!("{}{PARTIAL}", name.to_string_lossy()));
+    if partial.exists() {
+        // The run writing a `.partial` holds its lock for its life: a lock that can be
+        // taken means that run is gone, and what it left can go.
+        return Err(match crate::owner::held(&partial) {
+            Ok(true) => fail::locked(format!(
+                "{} is being written by a crashlab run still going; choose another --out",
+                partial.display()
+            )),
+            _ => fail::usage(format!(
+                "{} was left by a crashlab run that is gone; remove it: rm -rf '{}'",
+                partial.display(),
+                partial.display()
+            )),
+        });
+    }
+    // A parent that is no directory (`--out afile/sub`, `/dev/null/x`) is bad input, said
+    // before anything is made.
+    if let Some(file) = out
+        .ancestors()
+        .skip(1)
+        .find(|a| fs::metadata(a).is_ok_and(|m| !m.is_dir()))
+    {
         return Err(fail::usage(format!(
-            "output directory {}: {} is a file, not a directory",
+            "output directory {}: {} is not a directory",
             out.display(),
             file.display()
         )));
@@ -87,6 +114,11 @@ pub fn claim_out(out: &Path) -> Result<PathBuf> {
         fs::create_dir_all(parent).map_err(|e| out_error(e, parent))?;
     }
     fs::create_dir(&partial).map_err(|e| out_error(e, &partial))?;
+    // Held until this process ends, however it ends (a SIGKILL included).
+    if let Err(e) = crate::owner::lock_for_life(&partial) {
+        let _ = fs::remove_dir(&partial);
+        return Err(fail::io(format!("locking {}: {e}", partial.display())));
+    }
     Ok(partial)
 }
 
@@ -96,7 +128,10 @@ fn out_error(error: std::io::Error, path: &Path) -> anyhow::Error {
     use std::io::ErrorKind;
     let message = format!("creating {}: {error}", path.display());
     match error.kind() {
-        ErrorKind::PermissionDenied
+        // A parent that exists yet takes no new directory (`/proc`) is a place the user
+        // named, not a fault of the machine.
+        ErrorKind::NotFound
+        | ErrorKind::PermissionDenied
         | ErrorKind::ReadOnlyFilesystem
         | ErrorKind::NotADirectory
         | ErrorKind::AlreadyExists
@@ -106,7 +141,7 @@ fn out_error(error: std::io::Error, path: &Path) -> anyhow::Error {
 }
 
 /// `target/lab/14-outbox-inbox-20261202T190000Z`: the default output directory.
-pub fn default_out(lab: &Lab) -> PathBuf {
+pub fn default_out(lab: &LabStack) -> PathBuf {
     PathBuf::from("target")
         .join("lab")
         .join(format!("{}-{}", lab.full_name(), utc_stamp()))
@@ -143,8 +178,8 @@ mod tests {
 
     /// A lab with a crashing step in a scenario of several steps (any registered lab will do:
     /// the tests take its names from its own definition).
-    fn lab_and_crash() -> (&'static Lab, Vec<Scenario>, String, String) {
-        let lab = registry::labs()[0];
+    fn lab_and_crash() -> (&'static LabStack, Vec<Scenario>, String, String) {
+        let lab = registry::stacks().next().expect("a lab");
         let scenarios = (lab.scenarios)();
         let step = scenarios
             .iter()

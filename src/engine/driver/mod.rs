@@ -12,13 +12,13 @@ use crate::engine::crash_mode;
 use crate::engine::evidence::{self, Process, Processes, Results, StepResult};
 use crate::engine::fleet;
 use crate::engine::freeze;
-use crate::engine::nemesis::{self, Aftermath, Nemesis};
+use crate::engine::nemesis::{self, Nemesis};
 use crate::engine::observed::ScenarioFindings;
 use crate::engine::process;
 use crate::engine::report;
 use crate::engine::scenario::Scenario;
 use crate::engine::state::{self, FileRow};
-use crate::engine::Lab;
+use crate::engine::LabStack;
 use crate::fail;
 use crate::power::profile::Profile;
 use crate::store;
@@ -52,7 +52,7 @@ mod step;
 mod summary;
 mod table;
 
-use guards::{cuttable, servers_killable, write_cuts};
+use guards::{after_crash, cuttable, servers_killable, write_cuts};
 use step::{io_failure, readback_key, Ctx};
 
 pub use args::{apply_moves, claim_out, default_out, utc_stamp};
@@ -70,7 +70,7 @@ pub struct Run {
 pub const POWER_CUTS: &str = nemesis::POWER_CUTS_NAME;
 
 /// Run the lab into `options.out`. Returns the process exit code: 0 when every expectation held.
-pub fn run(lab: &Lab, options: &Options) -> Result<i32> {
+pub fn run(lab: &LabStack, options: &Options) -> Result<i32> {
     if options.step_timeout_ms == 0 || options.step_timeout_ms > STEP_TIMEOUT_MS_MAX {
         return Err(fail::usage(format!(
             "--step-timeout-ms {} is out of range (1 to {STEP_TIMEOUT_MS_MAX})",
@@ -79,7 +79,7 @@ pub fn run(lab: &Lab, options: &Options) -> Result<i32> {
     }
     let mut scenarios = (lab.scenarios)();
     apply_moves(lab, &mut scenarios, &options.moves)?;
-    cuttable(&scenarios, options.nemesis)?;
+    cuttable(lab, &scenarios, options.nemesis)?;
     fleet::check(lab, &options.stack)?;
     servers_killable(lab, options)?;
     crate::interrupt::catch().context("catching SIGINT and SIGTERM")?;
@@ -136,7 +136,7 @@ pub fn run(lab: &Lab, options: &Options) -> Result<i32> {
 }
 
 fn execute(
-    lab: &Lab,
+    lab: &LabStack,
     options: &Options,
     scenarios: &[Scenario],
     dir: &Path,
@@ -159,10 +159,7 @@ fn execute(
     let mut findings = Vec::new();
     let mut logical_cache = state::Cache::new();
     for (scenario_index, scenario) in scenarios.iter().enumerate() {
-        let work = tempfile::Builder::new()
-            .prefix("crashlab-work-")
-            .tempdir()
-            .context("creating the work directory")?;
+        let work = crate::owner::tempdir("work").context("creating the work directory")?;
         let sub = scenario.dir.clone().unwrap_or_default();
         if !sub.is_empty() {
             fs::create_dir_all(dir.join(&sub)).with_context(|| format!("creating {sub}"))?;
@@ -188,6 +185,7 @@ fn execute(
         for (index, step) in scenario.steps.iter().enumerate() {
             let (stdout_rel, stderr_rel) = ctx.rel(step);
             let argv = step.argv(nemesis);
+            let mut cut = false;
             match step.background {
                 None => {
                     let ended = process::run_env(
@@ -199,26 +197,7 @@ fn execute(
                         timeout,
                     )?;
                     io_failure(&scenario.name, step, &ended, &dir.join(&stderr_rel))?;
-                    // A crashed step: the nemesis acts on the files before anything reads
-                    // them (a power cut takes back what was never synced). No other
-                    // process runs now (`cuttable`).
-                    if let Some(point) = &step.crash {
-                        if ended.exit == nemesis.expected_exit() {
-                            let point = point.split('@').next().unwrap_or(point);
-                            nemesis.after_crash(&Aftermath {
-                                work_dir: work.path(),
-                                point,
-                            })?;
-                            if nemesis.name() == "power-loss" {
-                                cuts.push(crash_mode::last_cut(
-                                    work.path(),
-                                    &scenario.name,
-                                    &step.name,
-                                    point,
-                                )?);
-                            }
-                        }
-                    }
+                    cut = after_crash(nemesis, work.path(), scenario, step, &ended, &mut cuts)?;
                     slots[index] = Some(ctx.finish(step, &ended, &mut readbacks));
                 }
                 Some(background) => {
@@ -283,6 +262,12 @@ fn execute(
                 row.frozen = frozen_steps.clone();
             }
             files.extend(rows?);
+            if cut {
+                // The files as the cut left them are recorded; the next step finds them as
+                // a rebooted machine's first writer leaves them (a hot journal rolled back),
+                // which a read-only step could not do itself.
+                crate::power::settle_hot_journals(work.path(), lab.databases)?;
+            }
             // Background processes whose time is up after this step.
             let due: Vec<usize> = running
                 .iter()

@@ -9,7 +9,7 @@ use super::{Ctx, Run};
 use crate::engine::check::parse_events;
 use crate::engine::observed::{self, ScenarioFindings, Seen};
 use crate::engine::process;
-use crate::engine::Lab;
+use crate::engine::LabStack;
 use crate::events::Event;
 
 /// A step's events, or why they cannot be read, in words that name no path of this machine
@@ -28,7 +28,7 @@ impl Ctx<'_> {
     /// cannot be read count as none: the step's own result says why).
     pub(super) fn findings(
         &self,
-        lab: &Lab,
+        lab: &LabStack,
         readbacks: &BTreeMap<String, String>,
     ) -> Option<ScenarioFindings> {
         let steps = &self.scenario.steps;

@@ -4,13 +4,18 @@
 use serde_json::{json, Value};
 
 use crate::engine::scenario::Scenario;
-use crate::engine::Lab;
+use crate::engine::LabStack;
 
 use super::table::{scenario_state, step_state};
 use super::{Options, Run};
 
 /// The document; every step of `run` appears once, in the order it ran.
-pub(super) fn document(lab: &Lab, run: &Run, scenarios: &[Scenario], options: &Options) -> Value {
+pub(super) fn document(
+    lab: &LabStack,
+    run: &Run,
+    scenarios: &[Scenario],
+    options: &Options,
+) -> Value {
     let all_steps = scenarios.iter().flat_map(|s| s.steps.iter());
     let steps: Vec<Value> = run
         .processes
@@ -70,8 +75,8 @@ pub(super) fn document(lab: &Lab, run: &Run, scenarios: &[Scenario], options: &O
     assert_eq!(steps.len(), run.results.steps.len(), "one entry per step");
     json!({
         "lab": lab.full_name(),
-        "id": lab.id,
-        "slug": lab.slug,
+        "id": lab.id(),
+        "slug": lab.slug(),
         "title": lab.title,
         "evidence": options.out.display().to_string(),
         "verdict": if run.results.ok { "PASS" } else { "FAIL" },

@@ -3,16 +3,16 @@
 use crate::crash;
 use crate::engine::evidence::{Process, StepResult};
 use crate::engine::scenario::{Expect, Scenario, Step};
-use crate::engine::Lab;
+use crate::engine::LabStack;
 use crate::out::plural;
 
 use super::{readback_key, Options, Run};
 
-pub(super) fn print_report(lab: &Lab, run: &Run, scenarios: &[Scenario], options: &Options) {
+pub(super) fn print_report(lab: &LabStack, run: &Run, scenarios: &[Scenario], options: &Options) {
     crate::say!(
         "lab {} ({}): {}; evidence in {}",
-        lab.id,
-        lab.slug,
+        lab.id(),
+        lab.slug(),
         lab.title,
         options.out.display()
     );

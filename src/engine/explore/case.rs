@@ -11,13 +11,12 @@ use anyhow::{Context, Result};
 use serde::Serialize;
 
 use crate::engine::evidence;
-use crate::engine::explore::invariant::{Invariant, Invariants, Status};
-use crate::engine::explore::plan::{Counts, ExplorePlan, Judgement};
-use crate::engine::explore::steps::{Crash, Env, StepRecord, Steps};
+use crate::engine::explore::invariant::{Invariants, Status};
+use crate::engine::explore::plan::{Counts, ExplorePlan};
+use crate::engine::explore::steps::{Crash, Env, Forked, Prefix, StepRecord, Steps};
 use crate::engine::jepsen::{self, Found};
 use crate::engine::nemesis::POWER_CUTS_NAME;
 use crate::events::Event;
-use crate::fail;
 
 /// Recovery rounds before a case counts as stuck: one is enough for every design of the
 /// labs, the bound keeps a broken one from looping.
@@ -70,10 +69,36 @@ pub struct CaseResult {
     pub problems: Vec<String>,
     pub wall_ms: f64,
     pub evidence: String,
+    /// Under `--cut exhaustive`: the states of the case's cut, and how many broke.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub states: Option<super::states::Summary>,
+}
+
+/// A case run: its result and, under `--cut exhaustive`, the fork its states start from.
+pub struct Ran {
+    pub result: CaseResult,
+    pub fork: Option<(Forked, Prefix)>,
+}
+
+/// The environment of a case's design: a power design runs the lab's own design under its
+/// profile, cut by its nemesis. The env, and the lab's design to run.
+pub fn env_of<'a>(case: &Case, env: &Env<'a>) -> (Env<'a>, &'static str) {
+    match env.power.iter().find(|d| d.name == case.design) {
+        Some(d) => (
+            Env {
+                nemesis: d.nemesis,
+                profile: d.profile,
+                states: d.states,
+                ..*env
+            },
+            d.lab_design,
+        ),
+        None => (Env { ..*env }, case.design),
+    }
 }
 
 /// Run one case into `env.dir/<case.evidence_dir()>`.
-pub fn run(plan: &dyn ExplorePlan, case: &Case, env: &Env<'_>) -> Result<CaseResult> {
+pub fn run(plan: &dyn ExplorePlan, case: &Case, env: &Env<'_>) -> Result<Ran> {
     if let Some(c) = case.crash {
         assert!(
             (1..=crate::crash::HIT_MAX).contains(&c.hit),
@@ -83,28 +108,13 @@ pub fn run(plan: &dyn ExplorePlan, case: &Case, env: &Env<'_>) -> Result<CaseRes
         );
     }
     let started = Instant::now();
-    // A power design runs the lab's own design under its profile, cut by its nemesis.
-    let power = env.power.iter().find(|d| d.name == case.design);
-    let case_env;
-    let env = match power {
-        Some(d) => {
-            case_env = Env {
-                nemesis: d.nemesis,
-                profile: d.profile,
-                ..*env
-            };
-            &case_env
-        }
-        None => env,
-    };
-    let design = power.map_or(case.design, |d| d.lab_design);
+    let (case_env, design) = env_of(case, env);
+    let env = &case_env;
     let rel = case.evidence_dir();
     let case_dir = env.dir.join(&rel);
     fs::create_dir_all(&case_dir).with_context(|| format!("creating {rel}"))?;
-    let work = tempfile::Builder::new()
-        .prefix("crashlab-explore-")
-        .tempdir_in(env.work_root)
-        .context("creating a work directory")?;
+    let work =
+        crate::owner::tempdir_in("explore", env.work_root).context("creating a work directory")?;
     // A lab on servers: the case's own databases and queues, `stack.json` in its work
     // directory; dropped once the case's rows (and kept copies) are taken.
     let stackfile = match env.session {
@@ -113,6 +123,38 @@ pub fn run(plan: &dyn ExplorePlan, case: &Case, env: &Env<'_>) -> Result<CaseRes
     };
     let mut steps = Steps::new(env, case.crash, rel.clone(), work.path());
     plan.scenario(design, &mut steps)?;
+    let result = finish(
+        plan,
+        design,
+        case,
+        env,
+        &mut steps,
+        (&case_dir, &rel),
+        started,
+    )?;
+    if let (Some(session), Some(file)) = (env.session, &stackfile) {
+        session.release(file)?;
+    }
+    evidence::write_json(&case_dir, "result.json", &result)?;
+    Ok(Ran {
+        result,
+        fork: steps.take_fork(),
+    })
+}
+
+/// Everything after a case's scenario: recovery to quiescence, the judgement, and the
+/// evidence (`processes.json`, `database-files.json`, the databases of a broken case) in
+/// `dir` (`rel` in the run's directory).
+pub fn finish(
+    plan: &dyn ExplorePlan,
+    design: &'static str,
+    case: &Case,
+    env: &Env<'_>,
+    steps: &mut Steps<'_>,
+    (dir, rel): (&Path, &str),
+    started: Instant,
+) -> Result<CaseResult> {
+    let work = steps.work().to_path_buf();
     let scenario_steps = steps.records.len();
     assert!(scenario_steps > 0, "a scenario runs at least one step");
 
@@ -133,22 +175,22 @@ pub fn run(plan: &dyn ExplorePlan, case: &Case, env: &Env<'_>) -> Result<CaseRes
         }
     }
 
-    if env.nemesis.name() == "power-loss" {
-        super::power::settle_hot_journals(work.path(), plan.databases())?;
+    let cut = env.nemesis.name() == "power-loss";
+    if cut {
+        crate::power::settle_hot_journals(&work, plan.databases())?;
     }
     // Recovery: the lab's roles again, the same code, no crash, while anything is owed.
     steps.recovering();
-    let cut = env.nemesis.name() == "power-loss";
     // Under power loss a file the cut left unusable (corrupt, a foreign header) is refused by
     // the lab's reading of it as bad input: the case is judged as having lost what it held.
     let mut unreadable = None;
     let mut rounds = 0;
     for round in 1..=ROUNDS_MAX {
-        match plan.recover(design, round, &mut steps) {
+        match plan.recover(design, round, steps) {
             Ok(true) => rounds = round,
             Ok(false) => break,
             Err(e) if cut && super::power::unreadable(&e) => {
-                unreadable = Some(super::power::relative(&e, work.path()));
+                unreadable = Some(super::power::relative(&e, &work));
                 break;
             }
             Err(e) => return Err(e),
@@ -156,7 +198,7 @@ pub fn run(plan: &dyn ExplorePlan, case: &Case, env: &Env<'_>) -> Result<CaseRes
     }
     assert!(steps.all_stopped(), "every background step was stopped");
 
-    let error = endings_wrong(&steps, crashed, env, &mut problems);
+    let error = super::judged::endings_wrong(steps, crashed, env, &mut problems);
     if let Some(c) = case.crash.filter(|c| c.expect_reached && !crashed) {
         problems.push(format!(
             "the probe reached {} at least {}, this case never crashed there",
@@ -166,16 +208,21 @@ pub fn run(plan: &dyn ExplorePlan, case: &Case, env: &Env<'_>) -> Result<CaseRes
     }
     let judgement = match unreadable {
         Some(why) => super::power::unreadable_judgement(why),
-        None => match plan.judge(&steps) {
+        None => match plan.judge(steps) {
             Ok(j) => j,
             Err(e) if cut && super::power::unreadable(&e) => {
-                super::power::unreadable_judgement(super::power::relative(&e, work.path()))
+                super::power::unreadable_judgement(super::power::relative(&e, &work))
             }
             Err(e) => return Err(e),
         },
     };
-    let findings = jepsen::check(&judgement.history, judgement.allowed);
-    let (status, invariants) = settle(
+    let mut findings = jepsen::check(&judgement.history, judgement.allowed);
+    jepsen::lost_commits(
+        &mut findings,
+        super::judged::lost_commits(&steps.records, &judgement),
+        judgement.allowed,
+    );
+    let (status, invariants) = super::judged::settle(
         error,
         case.crash.is_some(),
         crashed,
@@ -186,18 +233,18 @@ pub fn run(plan: &dyn ExplorePlan, case: &Case, env: &Env<'_>) -> Result<CaseRes
     let judged = matches!(status, Status::Holds | Status::Breaks);
 
     let (scenario, recovery) = steps.records.split_at(scenario_steps);
-    evidence::write_json(&case_dir, "processes.json", &steps.processes)?;
+    evidence::write_json(dir, "processes.json", &steps.processes)?;
     // What each cut took back (files, byte ranges): evidence; the undo log is not.
-    let cuts = work.path().join(POWER_CUTS_NAME);
+    let cuts = work.join(POWER_CUTS_NAME);
     if cuts.is_file() {
-        fs::copy(&cuts, case_dir.join(POWER_CUTS_NAME))
+        fs::copy(&cuts, dir.join(POWER_CUTS_NAME))
             .with_context(|| format!("keeping {POWER_CUTS_NAME} of {rel}"))?;
     }
     // The files as recovery left them: sizes, raw and logical digests.
     let rows = env
         .store
-        .snapshot_settled(work.path(), plan.databases(), &rel, "final")?;
-    evidence::write_json(&case_dir, evidence::DATABASE_FILES, &rows)?;
+        .snapshot_settled(&work, plan.databases(), rel, "final")?;
+    evidence::write_json(dir, evidence::DATABASE_FILES, &rows)?;
     if matches!(status, Status::Breaks | Status::Error) {
         let existing: Vec<&str> = plan
             .databases()
@@ -205,12 +252,9 @@ pub fn run(plan: &dyn ExplorePlan, case: &Case, env: &Env<'_>) -> Result<CaseRes
             .copied()
             .filter(|d| rows.iter().any(|r| r.file == *d && r.exists))
             .collect();
-        keep_databases(env.store, work.path(), &case_dir.join("db"), &existing)?;
+        keep_databases(env.store, &work, &dir.join("db"), &existing)?;
     }
-    if let (Some(session), Some(file)) = (env.session, &stackfile) {
-        session.release(file)?;
-    }
-    let result = CaseResult {
+    Ok(CaseResult {
         variant: case.design,
         point: case.crash.map(|c| c.point),
         hit: case.hit(),
@@ -235,10 +279,9 @@ pub fn run(plan: &dyn ExplorePlan, case: &Case, env: &Env<'_>) -> Result<CaseRes
         processes: steps.processes.len(),
         problems,
         wall_ms: (started.elapsed().as_secs_f64() * 1e6).round() / 1000.0,
-        evidence: rel,
-    };
-    evidence::write_json(&case_dir, "result.json", &result)?;
-    Ok(result)
+        evidence: rel.to_string(),
+        states: None,
+    })
 }
 
 /// The highest hit of every point over the given processes, from their `point` events.
@@ -268,106 +311,4 @@ pub fn keep_databases(
         }
     }
     Ok(())
-}
-
-/// A case's status and invariants from how it ran and what its checker found: an error
-/// judges nothing, an armed point that never crashed is not reached (never a pass), and
-/// otherwise every invariant and every bad anomaly counts. The checker's reasons join
-/// `problems` only when the invariants were judged.
-pub fn settle(
-    error: bool,
-    armed: bool,
-    crashed: bool,
-    judgement: &Judgement,
-    bad_anomalies: bool,
-    problems: &mut Vec<String>,
-) -> (Status, Invariants) {
-    let reached_ok = crashed && problems.is_empty();
-    let (status, invariants) = if error {
-        (Status::Error, Invariants::default())
-    } else if armed && !crashed {
-        (Status::NotReached, Invariants::default())
-    } else {
-        let invariants = Invariants {
-            reached: armed.then_some(reached_ok),
-            no_lost_effect: Some(judgement.no_lost_effect),
-            no_duplicate_effect: Some(judgement.no_duplicate_effect),
-            nothing_stuck: Some(judgement.nothing_stuck),
-            acknowledged_durable: Some(judgement.acknowledged_durable),
-        };
-        let all = Invariant::ALL
-            .iter()
-            .all(|i| invariants.get(*i) != Some(false));
-        let holds = all && !bad_anomalies;
-        (
-            if holds { Status::Holds } else { Status::Breaks },
-            invariants,
-        )
-    };
-    if matches!(status, Status::Holds | Status::Breaks) {
-        problems.extend(judgement.problems.iter().cloned());
-    }
-    (status, invariants)
-}
-
-/// Every process but the crashed one must end as expected; anything else makes the case an
-/// error. One problem per process that did not; true when any did not.
-fn endings_wrong(
-    steps: &Steps<'_>,
-    crashed: bool,
-    env: &Env<'_>,
-    problems: &mut Vec<String>,
-) -> bool {
-    let mut error = false;
-    for (r, p) in steps.records.iter().zip(&steps.processes) {
-        assert_eq!(r.name, p.step, "one record per process, in order");
-        // A hang is the crash of a nemesis that leaves the killing to the engine: the
-        // timeout's SIGKILL ends it.
-        let hung = r.armed && env.nemesis.needs_kill() && r.crashed();
-        let problem = if let Some(why) = &r.events_error {
-            Some(format!("{}: its events: {why}", r.name))
-        } else if r.ended.timed_out && !hung {
-            Some(format!(
-                "{}: killed after the {} ms step timeout",
-                r.name,
-                env.timeout.as_millis()
-            ))
-        } else if !r.armed
-            && r.ended.exit == fail::EXIT_USAGE
-            && env.nemesis.name() == "power-loss"
-            && super::power::refused_broken_file(&steps.stderr_of(&r.name))
-        {
-            // A role that refused a file the cut broke (one line, exit 2) did its job.
-            None
-        } else if !r.armed && r.ended.exit != p.expected_exit {
-            Some(format!(
-                "{}: exit {}, expected {}",
-                r.name, r.ended.exit, p.expected_exit
-            ))
-        } else if !r.armed && r.crashed() {
-            Some(format!(
-                "{}: a crash event in a process with no crash",
-                r.name
-            ))
-        } else if r.armed
-            && !crashed
-            && !(r.ended.exit == fail::EXIT_NOT_REACHED && r.not_reached())
-        {
-            // Armed and not reached: the phase ran to its end and said so (a `not-reached`
-            // event, exit 78); anything else is no evidence of either.
-            Some(format!(
-                "{}: exit {} without its crash event or a not-reached event with exit {}",
-                r.name,
-                r.ended.exit,
-                fail::EXIT_NOT_REACHED
-            ))
-        } else {
-            None
-        };
-        if let Some(problem) = problem {
-            error = true;
-            problems.push(problem);
-        }
-    }
-    error
 }

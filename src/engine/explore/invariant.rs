@@ -3,7 +3,7 @@
 use serde::Serialize;
 
 /// The invariants, in the order of the table's columns.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Invariant {
     /// The armed process crashed as the nemesis says: its exit status and its `crash` event.

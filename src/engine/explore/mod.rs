@@ -11,11 +11,13 @@
 pub mod case;
 pub mod export;
 pub mod invariant;
+mod judged;
 pub mod plan;
 mod power;
 pub mod report;
 pub mod run;
 mod server_kill;
+pub mod states;
 pub mod steps;
 pub mod verdict;
 
@@ -27,7 +29,7 @@ use clap::Args as ClapArgs;
 
 use crate::engine::crash_mode::{self, CrashMode};
 use crate::engine::driver;
-use crate::engine::Lab;
+use crate::engine::LabStack;
 use crate::fail;
 use crate::power::cut::Style;
 use plan::ExplorePlan;
@@ -51,12 +53,18 @@ pub struct Args {
     /// power cut (docs/power-loss.md)
     #[arg(long, value_enum, default_value_t = CrashMode::Exit)]
     pub crash_mode: CrashMode,
-    /// With --crash-mode power-loss: only this cut style (default: drop, torn and prefix)
+    /// With --crash-mode power-loss: only this cut style (default: drop, torn and prefix;
+    /// exhaustive: every state each cut may leave, recovered and judged)
     #[arg(long, value_enum)]
     pub cut: Option<Style>,
-    /// With --crash-mode power-loss: the seed of every cut
+    /// With --crash-mode power-loss: the seed of every cut (exhaustive: of the order of the
+    /// states past --max-states)
     #[arg(long, value_name = "N")]
     pub seed: Option<u64>,
+    /// With --cut exhaustive: the most states run per crash point (default 4096); a point
+    /// with more is explored to the bound in a seeded order and reported bounded
+    #[arg(long, value_name = "N")]
+    pub max_states: Option<usize>,
     /// Cases run at once (default: the number of cores)
     #[arg(long, value_name = "N")]
     pub jobs: Option<usize>,
@@ -91,11 +99,7 @@ fn work_root(given: Option<&Path>) -> Result<(PathBuf, String)> {
         }
         None => {
             let shm = Path::new("/dev/shm");
-            let usable = shm.is_dir()
-                && tempfile::Builder::new()
-                    .prefix("crashlab-probe-")
-                    .tempdir_in(shm)
-                    .is_ok();
+            let usable = shm.is_dir() && crate::owner::tempdir_in("probe", shm).is_ok();
             if usable {
                 shm.to_path_buf()
             } else {
@@ -133,9 +137,14 @@ fn fs_kind(dir: &Path) -> String {
 pub const JOBS_MAX: usize = 64;
 
 /// The plan of a lab, or a usage error for a lab without one.
-pub fn plan_of(lab: &Lab) -> Result<&'static dyn ExplorePlan> {
-    lab.explore
-        .ok_or_else(|| fail::usage(format!("lab {} ({}) has no explore plan", lab.id, lab.slug)))
+pub fn plan_of(lab: &LabStack) -> Result<&'static dyn ExplorePlan> {
+    lab.explore.ok_or_else(|| {
+        fail::usage(format!(
+            "lab {} ({}) has no explore plan",
+            lab.id(),
+            lab.slug()
+        ))
+    })
 }
 
 /// `all` or `NAME,NAME`: known names only, each once, in the order of the plan's designs.
@@ -167,7 +176,7 @@ pub fn parse_designs(plan: &dyn ExplorePlan, spec: &str) -> Result<Vec<&'static 
 }
 
 /// The points to explore: every point of the lab, or those named (by name or by phase).
-pub fn parse_points(lab: &Lab, spec: Option<&str>) -> Result<Vec<&'static str>> {
+pub fn parse_points(lab: &LabStack, spec: Option<&str>) -> Result<Vec<&'static str>> {
     let all: Vec<&'static str> = lab.points.iter().map(|p| p.name).collect();
     let Some(spec) = spec else {
         return Ok(all);
@@ -183,13 +192,29 @@ pub fn parse_points(lab: &Lab, spec: Option<&str>) -> Result<Vec<&'static str>> 
         if matched.is_empty() {
             return Err(fail::usage(format!(
                 "--points: '{name}' is neither a point nor a phase of lab {}; known points: {}",
-                lab.id,
+                lab.id(),
                 all.join(", ")
             )));
         }
         chosen.extend(matched);
     }
     Ok(all.into_iter().filter(|p| chosen.contains(p)).collect())
+}
+
+/// `--max-states` belongs to `--cut exhaustive` and is at least 1, at most
+/// `states::MAX_STATES_MAX` (one line, exit 2).
+fn check_max_states(cut: Option<Style>, max: Option<usize>) -> Result<()> {
+    use crate::power::states::MAX_STATES_MAX;
+    match (cut, max) {
+        (_, None) => Ok(()),
+        (Some(Style::Exhaustive), Some(n)) if (1..=MAX_STATES_MAX).contains(&n) => Ok(()),
+        (Some(Style::Exhaustive), Some(n)) => Err(fail::usage(format!(
+            "--max-states {n} is out of range (1 to {MAX_STATES_MAX})"
+        ))),
+        (_, Some(_)) => Err(fail::usage(
+            "--max-states is for --crash-mode power-loss --cut exhaustive only",
+        )),
+    }
 }
 
 /// What `command` resolved from the arguments.
@@ -203,6 +228,8 @@ pub struct Run<'a> {
     pub timeout: Duration,
     /// Under power loss: what each design is (profile, cut).
     pub power: &'a [steps::PowerDesign],
+    /// Under power loss: the one cut style asked for, if any.
+    pub cut: Option<Style>,
     /// A lab on servers: the run's servers.
     pub session: Option<&'a crate::engine::fleet::Session>,
     /// Under server kills: the server killed at every armed point.
@@ -213,10 +240,14 @@ pub struct Run<'a> {
 
 pub fn command(args: &Args, recorded: Vec<String>) -> Result<i32> {
     let lab = crate::engine::registry::find_on(&args.lab, args.stack.stack.as_deref())?;
+    crash_mode::supported(lab, args.crash_mode)?;
     let plan = plan_of(lab)?;
     crash_mode::check_cut_flags(args.crash_mode, args.cut, args.seed)?;
+    check_max_states(args.cut, args.max_states)?;
     let power = match args.crash_mode {
-        CrashMode::PowerLoss => power::designs(plan, &args.variants, args.cut, args.seed)?,
+        CrashMode::PowerLoss => {
+            power::designs(plan, &args.variants, args.cut, args.seed, args.max_states)?
+        }
         _ => Vec::new(),
     };
     let designs = match args.crash_mode {
@@ -238,7 +269,9 @@ pub fn command(args: &Args, recorded: Vec<String>) -> Result<i32> {
             driver::STEP_TIMEOUT_MS_MAX
         )));
     }
-    let nemesis = crash_mode::choose_on(args.crash_mode, args.cut, args.seed, args.stack.server)?;
+    // The run-wide nemesis makes one cut per case; an exhaustive design forks at it instead.
+    let cut = args.cut.filter(|c| *c != Style::Exhaustive);
+    let nemesis = crash_mode::choose_on(args.crash_mode, cut, args.seed, args.stack.server)?;
     crate::engine::fleet::check(lab, &args.stack)?;
     if let Some(server) = args.stack.server {
         crate::engine::fleet::check_kill(lab, &args.stack, server)?;
@@ -277,6 +310,7 @@ pub fn command(args: &Args, recorded: Vec<String>) -> Result<i32> {
         command,
         timeout: Duration::from_millis(args.step_timeout_ms),
         power: &power,
+        cut: args.cut,
         session: session.as_ref(),
         server: args.stack.server,
         queue_type: args.stack.queue_type.unwrap_or_default(),

@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 
 use crate::engine::crash_mode::CUT_SEED_DEFAULT;
 use crate::engine::explore::plan::{ExplorePlan, Judgement, Words};
@@ -14,6 +14,7 @@ use crate::engine::nemesis::power_loss;
 use crate::fail;
 use crate::power::cut::{Style, STYLES};
 use crate::power::profile::{Profile, PROFILES};
+use crate::power::states::{Bounds, MAX_STATES_DEFAULT};
 
 /// The profiles `spec` names (`all` or `NAME,NAME`), in their order, each once.
 pub fn profiles(spec: &str) -> Result<Vec<Profile>> {
@@ -38,12 +39,14 @@ pub fn profiles(spec: &str) -> Result<Vec<Profile>> {
         .collect())
 }
 
-/// The designs of a power-loss run: every profile named, under every cut style (or `cut`).
+/// The designs of a power-loss run: every profile named, under every cut style (or `cut`;
+/// `exhaustive` runs every state of each cut, at most `max_states` per crash point).
 pub fn designs(
     plan: &dyn ExplorePlan,
     spec: &str,
     cut: Option<Style>,
     seed: Option<u64>,
+    max_states: Option<usize>,
 ) -> Result<Vec<PowerDesign>> {
     let lab_design = plan.designs()[0];
     let styles: Vec<Style> = match cut {
@@ -57,40 +60,21 @@ pub fn designs(
             // One name per design per run: leaking it gives the engine its `&'static str`.
             let name: &'static str =
                 Box::leak(format!("{}/{}", profile.name, style.name()).into_boxed_str());
+            let states = (style == Style::Exhaustive).then(|| Bounds {
+                max_states: max_states.unwrap_or(MAX_STATES_DEFAULT),
+                seed,
+                tear: !profile.atomic_writes,
+            });
             designs.push(PowerDesign {
                 name,
                 lab_design,
                 profile,
                 nemesis: power_loss(style, seed),
+                states,
             });
         }
     }
     Ok(designs)
-}
-
-/// After a cut, a database may have a hot journal beside it (its unlink never reached the
-/// disk). The first process that opens it for writing rolls it back, as a rebooted machine's
-/// first writer would; a reader cannot, so before the engine reads the files it opens each
-/// such database once for writing (outside the shim: what it writes counts as durable).
-pub fn settle_hot_journals(work: &Path, databases: &[&str]) -> Result<()> {
-    for db in databases {
-        let journal = work.join(format!("{db}-journal"));
-        if !journal.is_file() {
-            continue;
-        }
-        let path = work.join(db);
-        let conn = rusqlite::Connection::open_with_flags(
-            &path,
-            rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
-        )
-        .with_context(|| format!("opening {db} to roll back its hot journal"))?;
-        // Any read takes the shared lock that finds the hot journal and rolls it back.
-        // A file the cut left unusable fails here too: the roles refuse it (exit 2) and the
-        // lab's reading of the files says what is lost; there is nothing to settle.
-        let _settled: rusqlite::Result<i64> =
-            conn.query_row("PRAGMA schema_version", [], |r| r.get(0));
-    }
-    Ok(())
 }
 
 /// What a role or the lab's reading says of a file a cut left unusable: SQLite's own words

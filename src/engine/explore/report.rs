@@ -18,7 +18,7 @@ use crate::engine::explore::steps::Env;
 use crate::engine::explore::verdict::{self, Design};
 use crate::engine::explore::Run;
 use crate::engine::nemesis::Nemesis;
-use crate::engine::Lab;
+use crate::engine::LabStack;
 
 /// One design's probe and the hits it saw.
 #[derive(Debug, Clone, Serialize)]
@@ -37,6 +37,16 @@ pub struct Summary {
     pub valid: usize,
     pub anomalies: BTreeMap<&'static str, usize>,
     pub bad_anomalies: BTreeMap<&'static str, usize>,
+}
+
+/// The states of every case's cut (`--cut exhaustive`), in all.
+#[derive(Debug, Clone, Serialize)]
+pub struct StatesRun {
+    pub run: usize,
+    pub broke: usize,
+    /// Crash points whose states were more than the bound.
+    pub bounded: usize,
+    pub states_per_s: f64,
 }
 
 /// Everything a run found, for the exporters.
@@ -67,6 +77,9 @@ pub struct Report {
     pub processes: usize,
     pub wall_ms: f64,
     pub cases_per_s: f64,
+    /// Under `--cut exhaustive`: the states run over every case, and how fast.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub states: Option<StatesRun>,
     /// The lab's words for the exporters.
     #[serde(skip)]
     pub words: &'static Words,
@@ -122,6 +135,21 @@ fn summary(variant: &'static str, cases: &[CaseResult]) -> Summary {
     s
 }
 
+fn states_run(cases: &[CaseResult], wall_s: f64) -> Option<StatesRun> {
+    let states: Vec<&super::states::Summary> =
+        cases.iter().filter_map(|c| c.states.as_ref()).collect();
+    if states.is_empty() {
+        return None;
+    }
+    let run: usize = states.iter().map(|s| s.run).sum();
+    Some(StatesRun {
+        run,
+        broke: states.iter().map(|s| s.broke).sum(),
+        bounded: states.iter().filter(|s| s.bounded).count(),
+        states_per_s: ((run as f64 / wall_s.max(1e-9)) * 10.0).round() / 10.0,
+    })
+}
+
 fn progress() -> indicatif::ProgressBar {
     use std::io::IsTerminal;
     if !std::io::stderr().is_terminal() {
@@ -139,7 +167,7 @@ fn progress() -> indicatif::ProgressBar {
 }
 
 pub fn explore(
-    lab: &Lab,
+    lab: &LabStack,
     plan: &dyn ExplorePlan,
     nemesis: &dyn Nemesis,
     run: &Run<'_>,
@@ -148,7 +176,14 @@ pub fn explore(
     let started = Instant::now();
     let designs_all = match run.power.is_empty() {
         true => plan.designs().len(),
-        false => super::power::designs(plan, "all", None, None)?.len(),
+        // Exhaustive is a study of its own: its designs are every profile under it; one
+        // seeded style is part of the study of all three.
+        false => {
+            let exhaustive = run
+                .cut
+                .filter(|c| *c == crate::power::cut::Style::Exhaustive);
+            super::power::designs(plan, "all", exhaustive, None, None)?.len()
+        }
     };
     let whole = run.designs.len() == designs_all && run.points.len() == lab.points.len();
     let exe = std::env::current_exe().context("locating the crashlab binary")?;
@@ -164,6 +199,7 @@ pub fn explore(
         power: run.power,
         profile: crate::power::profile::DEFAULT,
         session: run.session,
+        states: None,
     };
     let predictions = match (run.power.is_empty(), run.server) {
         (false, _) => plan.power_predictions(),
@@ -177,7 +213,14 @@ pub fn explore(
 
     let mut differences = Vec::new();
     for p in &probes {
-        if plan.breaks_without_crash(p.variant) {
+        // A power design runs the lab's own design: that one is asked whether it breaks
+        // without a crash, never the power design's name, which the plan does not know.
+        let design = run
+            .power
+            .iter()
+            .find(|d| d.name == p.variant)
+            .map_or(p.variant, |d| d.lab_design);
+        if plan.breaks_without_crash(design) {
             differences.extend(verdict::probe_breaks_as_predicted(p, plan.predictions()));
         } else if p.status != Status::Holds {
             differences.push(format!(
@@ -233,6 +276,7 @@ pub fn explore(
         // The time covers probes, cases and their evidence; the exports after it are small.
         wall_ms: (wall_s * 1e6).round() / 1000.0,
         cases_per_s: ((cases.len() as f64 / wall_s.max(1e-9)) * 10.0).round() / 10.0,
+        states: states_run(&cases, wall_s),
         cases,
         words: if run.power.is_empty() {
             plan.words()

@@ -1,14 +1,16 @@
 //! The cases of a run on `jobs` threads: every design's probe first in the queue, and each
 //! probe, as it ends, queues its design's cases (every point at every hit it saw, up to
-//! `HITS_MAX`), so no thread waits for the slowest probe before the cases start.
+//! `HITS_MAX`), so no thread waits for the slowest probe before the cases start. Under `--cut
+//! exhaustive` each case, as it ends, queues the states of its cut in front of the queue.
 
 use std::collections::VecDeque;
-use std::sync::{Condvar, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 
 use anyhow::{Context, Result};
 
 use crate::engine::explore::case::{self, Case, CaseResult};
 use crate::engine::explore::plan::ExplorePlan;
+use crate::engine::explore::states::{self, Shared};
 use crate::engine::explore::steps::{Crash, Env};
 
 /// The largest `@N` explored per point: the scenarios reach none more than 3 times.
@@ -44,17 +46,27 @@ pub fn cases_of(design: &'static str, points: &[&'static str], probe: &CaseResul
     cases
 }
 
+/// One piece of work: a case (a probe when it has no crash), or a state of a case's fork.
+enum Work {
+    Case(Case),
+    State(usize, usize),
+}
+
 struct Queue {
-    todo: VecDeque<Case>,
-    /// Probes taken and not finished: their cases may still come.
-    probing: usize,
+    todo: VecDeque<Work>,
+    /// Probes and cases taken and not finished: their cases and states may still come.
+    producing: usize,
     done: Vec<(Case, Result<CaseResult>)>,
-    /// Set on the first error: no new case starts.
+    /// Each case's fork (`--cut exhaustive`), and its states' results by index.
+    forks: Vec<Arc<Shared>>,
+    states: Vec<(usize, usize, Result<CaseResult>)>,
+    /// Set on the first error: no new work starts.
     stop: bool,
 }
 
-/// Run the probes of `designs` and then their cases; (probes, cases) come back in a fixed
-/// order: designs in their order, points in theirs, hits rising.
+/// Run the probes of `designs` and then their cases, and each case's states under `--cut
+/// exhaustive` (before any later case, so a fork's capture is held briefly); (probes, cases)
+/// come back in a fixed order: designs in their order, points in theirs, hits rising.
 pub fn run_all(
     plan: &dyn ExplorePlan,
     designs: &[&'static str],
@@ -64,56 +76,102 @@ pub fn run_all(
     bar: &indicatif::ProgressBar,
 ) -> Result<(Vec<CaseResult>, Vec<CaseResult>)> {
     assert!(jobs >= 1);
-    let probes: VecDeque<Case> = designs
+    let probes: VecDeque<Work> = designs
         .iter()
-        .map(|&design| Case {
-            design,
-            crash: None,
+        .map(|&design| {
+            Work::Case(Case {
+                design,
+                crash: None,
+            })
         })
         .collect();
     let queue = Mutex::new(Queue {
         todo: probes,
-        probing: 0,
+        producing: 0,
         done: Vec::new(),
+        forks: Vec::new(),
+        states: Vec::new(),
         stop: false,
     });
     let wake = Condvar::new();
-    // Each case is taken once; a thread leaves when nothing is queued and no probe can
-    // queue more. The total is bounded: designs × (1 + points × HITS_MAX).
-    let total_max = designs.len() * (1 + points.len() * HITS_MAX as usize);
+    // Each piece is taken once; a thread leaves when nothing is queued and nothing running
+    // can queue more. The total is bounded: designs × (1 + points × HITS_MAX) cases, each
+    // with at most its design's bound of states.
+    let states_max = env
+        .power
+        .iter()
+        .filter_map(|d| d.states)
+        .map(|b| b.max_states)
+        .max()
+        .unwrap_or(0);
+    let total_max = designs.len() * (1 + points.len() * HITS_MAX as usize) * (1 + states_max);
     std::thread::scope(|scope| {
         for _ in 0..jobs {
             scope.spawn(|| {
                 for _ in 0..total_max {
-                    let case = {
+                    let work = {
                         let mut q = queue.lock().unwrap_or_else(|p| p.into_inner());
                         loop {
                             if q.stop || crate::interrupt::caught().is_some() {
                                 break None;
                             }
-                            if let Some(case) = q.todo.pop_front() {
-                                if case.crash.is_none() {
-                                    q.probing += 1;
+                            if let Some(work) = q.todo.pop_front() {
+                                if matches!(work, Work::Case(_)) {
+                                    q.producing += 1;
                                 }
-                                break Some(case);
+                                break Some(work);
                             }
-                            if q.probing == 0 {
+                            if q.producing == 0 {
                                 break None;
                             }
                             q = wake.wait(q).unwrap_or_else(|p| p.into_inner());
                         }
                     };
-                    let Some(case) = case else { break };
-                    let result = case::run(plan, &case, env);
+                    let Some(work) = work else { break };
+                    let case = match work {
+                        Work::State(fork, index) => {
+                            let shared = {
+                                let q = queue.lock().unwrap_or_else(|p| p.into_inner());
+                                Arc::clone(&q.forks[fork])
+                            };
+                            let result = states::run(plan, env, &shared, index);
+                            bar.inc(1);
+                            let mut q = queue.lock().unwrap_or_else(|p| p.into_inner());
+                            q.stop |= result.is_err();
+                            q.states.push((fork, index, result));
+                            drop(q);
+                            wake.notify_all();
+                            continue;
+                        }
+                        Work::Case(case) => case,
+                    };
+                    let ran = case::run(plan, &case, env);
                     bar.inc(1);
                     let mut q = queue.lock().unwrap_or_else(|p| p.into_inner());
+                    q.producing -= 1;
+                    let result = match ran {
+                        Ok(ran) => {
+                            if let Some((forked, prefix)) = ran.fork {
+                                let shared = Arc::new(Shared::new(case, forked, prefix));
+                                let fork = q.forks.len();
+                                let more = shared.to_run().to_vec();
+                                bar.inc_length(more.len() as u64);
+                                // Before any later case: the capture is held until they end.
+                                for &index in more.iter().rev() {
+                                    q.todo.push_front(Work::State(fork, index));
+                                }
+                                q.forks.push(shared);
+                            }
+                            Ok(ran.result)
+                        }
+                        Err(e) => Err(e),
+                    };
                     if case.crash.is_none() {
-                        q.probing -= 1;
                         match &result {
                             Ok(probe) => {
                                 let more = cases_of(case.design, points, probe);
                                 bar.inc_length(more.len() as u64);
-                                q.todo.extend(more);
+                                q.todo.extend(more.into_iter().map(Work::Case));
                             }
                             Err(_) => q.stop = true,
                         }
@@ -129,7 +187,22 @@ pub fn run_all(
         }
     });
     crate::interrupt::check()?;
-    let mut done = queue.into_inner().unwrap_or_else(|p| p.into_inner()).done;
+    let queue = queue.into_inner().unwrap_or_else(|p| p.into_inner());
+    let mut done = queue.done;
+    let mut state_runs: Vec<Vec<(usize, CaseResult)>> = vec![Vec::new(); queue.forks.len()];
+    for (fork, index, result) in queue.states {
+        let shared = &queue.forks[fork];
+        let result =
+            result.with_context(|| format!("case {} state {index}", shared.case.evidence_dir()))?;
+        state_runs[fork].push((index, result));
+    }
+    for (shared, runs) in queue.forks.iter().zip(&state_runs) {
+        let Some((_, Ok(result))) = done.iter_mut().find(|(c, _)| *c == shared.case) else {
+            continue;
+        };
+        states::record_first(env, shared)?;
+        states::aggregate(env, shared, result, runs)?;
+    }
     let order = |c: &Case| {
         let d = designs
             .iter()

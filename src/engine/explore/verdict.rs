@@ -301,6 +301,7 @@ mod tests {
             problems: Vec::new(),
             wall_ms: 0.0,
             evidence: String::new(),
+            states: None,
         }
     }
 

@@ -15,7 +15,7 @@ use anyhow::{Context, Result};
 use serde::Serialize;
 
 use crate::engine::stack::{QueueType, Server, StackArgs, StackDef};
-use crate::engine::Lab;
+use crate::engine::LabStack;
 use crate::fail;
 use crate::stackfile::StackFile;
 
@@ -73,12 +73,12 @@ pub struct Session {
 
 /// Refuse what a lab's stack cannot take: server URLs for a lab on files, a broker URL for a
 /// stack without one, `--server` without server-kill is said by `crash_mode`.
-pub fn check(lab: &Lab, args: &StackArgs) -> Result<()> {
+pub fn check(lab: &LabStack, args: &StackArgs) -> Result<()> {
     let stack = crate::engine::stack::name_of(lab.stack);
     let refuse = |flag: &str, what: &str| {
         Err(fail::usage(format!(
             "{flag}: lab {} on stack {stack} uses no {what} (--stack names a stack with one)",
-            lab.id
+            lab.id()
         )))
     };
     match lab.stack {
@@ -100,15 +100,12 @@ pub fn check(lab: &Lab, args: &StackArgs) -> Result<()> {
 
 impl Session {
     /// Start (or reach) the servers `lab` needs; None for a lab on files.
-    pub fn start(lab: &Lab, args: &StackArgs) -> Result<Option<Session>> {
+    pub fn start(lab: &LabStack, args: &StackArgs) -> Result<Option<Session>> {
         check(lab, args)?;
         let Some(def) = lab.stack else {
             return Ok(None);
         };
-        let dir = tempfile::Builder::new()
-            .prefix("crashlab-servers-")
-            .tempdir()
-            .context("creating the servers' directory")?;
+        let dir = crate::owner::tempdir("servers").context("creating the servers' directory")?;
         let mut fleet = adapter::start(def, args, dir.path())?;
         // A run that kills the broker runs every case on queues that survived a kill before
         // the first case: a queue lost because its declare was not yet durable would read
@@ -222,16 +219,27 @@ pub fn tag(kind: &str, index: usize) -> String {
 }
 
 /// `--server S` with server-kill: the lab runs on a stack with S, and S is private.
-pub fn check_kill(lab: &Lab, args: &StackArgs, server: Server) -> Result<()> {
+pub fn check_kill(lab: &LabStack, args: &StackArgs, server: Server) -> Result<()> {
     check_kill_by(lab, args, server, "--crash-mode server-kill")
 }
 
 /// As `check_kill`, for the option `what` that asks for the kills (chaos: `--server-kills N`).
-pub fn check_kill_by(lab: &Lab, args: &StackArgs, server: Server, what: &str) -> Result<()> {
+pub fn check_kill_by(lab: &LabStack, args: &StackArgs, server: Server, what: &str) -> Result<()> {
     let Some(def) = lab.stack else {
+        // The hint names only stacks this lab has: a --stack that would be refused is no hint.
+        let stacks: Vec<&str> = lab
+            .lab
+            .stacks
+            .iter()
+            .filter_map(|l| l.stack.map(|s| s.name))
+            .collect();
+        let hint = match stacks.is_empty() {
+            true => "it runs on SQLite files only".to_string(),
+            false => format!("give --stack {}", stacks.join("|")),
+        };
         return Err(fail::usage(format!(
-            "{what}: lab {} on stack sqlite has no servers (give --stack)",
-            lab.id
+            "{what}: lab {} on stack sqlite has no servers ({hint})",
+            lab.id()
         )));
     };
     if !server.in_stack(def) {
@@ -280,7 +288,7 @@ pub fn check_quorum_kill(args: &StackArgs, server: Server) -> Result<()> {
 }
 
 /// The stores of a lab on servers, as argv names them; none for a lab on files.
-pub fn server_stores(lab: &Lab) -> &'static [&'static str] {
+pub fn server_stores(lab: &LabStack) -> &'static [&'static str] {
     match lab.stack {
         Some(_) => lab.databases,
         None => &[],
@@ -289,7 +297,7 @@ pub fn server_stores(lab: &Lab) -> &'static [&'static str] {
 
 /// The stores the audit's replay rebuilds: every one but a queue (a broker's state is no
 /// SQL; its digest is its message count, checked elsewhere).
-pub fn replayed_stores(lab: &Lab) -> &'static [&'static str] {
+pub fn replayed_stores(lab: &LabStack) -> &'static [&'static str] {
     let Some(def) = lab.stack else {
         return lab.databases;
     };
@@ -297,7 +305,7 @@ pub fn replayed_stores(lab: &Lab) -> &'static [&'static str] {
         return lab.databases;
     }
     static CACHE: Mutex<Vec<(usize, &'static [&'static str])>> = Mutex::new(Vec::new());
-    let key = lab as *const Lab as usize;
+    let key = lab as *const LabStack as usize;
     let mut cache = CACHE.lock().unwrap_or_else(|p| p.into_inner());
     if let Some((_, stores)) = cache.iter().find(|(k, _)| *k == key) {
         return stores;

@@ -14,12 +14,12 @@ pub mod reaped;
 pub mod roles;
 pub mod server_kills;
 
-use crate::engine::Lab;
+use crate::engine::LabStack;
 use profile::LoadProfile;
 
 /// The lab named `name` and its load profile; a lab without one is refused in one line that
 /// names the labs that have one.
-pub fn profile(name: &str) -> anyhow::Result<(&'static Lab, &'static dyn LoadProfile)> {
+pub fn profile(name: &str) -> anyhow::Result<(&'static LabStack, &'static dyn LoadProfile)> {
     profile_on(name, None)
 }
 
@@ -27,21 +27,20 @@ pub fn profile(name: &str) -> anyhow::Result<(&'static Lab, &'static dyn LoadPro
 pub fn profile_on(
     name: &str,
     stack: Option<&str>,
-) -> anyhow::Result<(&'static Lab, &'static dyn LoadProfile)> {
+) -> anyhow::Result<(&'static LabStack, &'static dyn LoadProfile)> {
     let lab = crate::engine::registry::find_on(name, stack)?;
     match lab.load {
         Some(profile) => Ok((lab, profile)),
         None => {
-            // Two labs may share an id (lab 14 on SQLite and on servers): each is named
-            // with its stack, so the line says which one has a profile.
-            let named = |l: &Lab| match l.stack {
-                Some(stack) => format!("{} ({}) --stack {}", l.id, l.slug, stack.name),
-                None => format!("{} ({})", l.id, l.slug),
+            // A lab has a profile on some of its stacks: each is named with its stack, so
+            // the line says which one has a profile.
+            let named = |l: &LabStack| match l.stack {
+                Some(stack) => format!("{} ({}) --stack {}", l.id(), l.slug(), stack.name),
+                None => format!("{} ({})", l.id(), l.slug()),
             };
-            let with: Vec<String> = crate::engine::registry::labs()
-                .iter()
+            let with: Vec<String> = crate::engine::registry::stacks()
                 .filter(|l| l.load.is_some())
-                .map(|l| named(l))
+                .map(named)
                 .collect();
             Err(crate::fail::usage(format!(
                 "lab {} has no load profile; chaos and bench run {}",

@@ -177,7 +177,7 @@ mod tests {
     #[test]
     fn the_phases_a_lab_names_for_the_replay_run_in_its_scenarios() {
         let mut named = 0;
-        for lab in crate::engine::registry::labs() {
+        for lab in crate::engine::registry::stacks() {
             let phases: Vec<&str> = (lab.scenarios)()
                 .iter()
                 .flat_map(|s| s.steps.iter().map(|step| step.phase))

@@ -12,7 +12,7 @@ use super::load::Row;
 use super::walk::Proc;
 use super::Problems;
 use crate::engine::files::logical_sha256_conn;
-use crate::engine::Databases;
+use crate::engine::{Databases, LabStack};
 
 /// The logical digest of a database with nothing in it (a file just created).
 pub fn empty_digest() -> &'static str {
@@ -48,20 +48,38 @@ pub fn digest(store: &Store, row: &Row) -> Result<(), (String, String)> {
 }
 
 /// The readback a readback step would print on the replayed files; `None` for a step whose
-/// phase prints none. The lab whose readback phase it is answers (through the registry).
+/// phase prints none. The lab on the stack being replayed answers: one role may read back
+/// on several stacks, each its own way.
 pub fn readback(
+    lab: &LabStack,
     phase: &str,
     files: &BTreeMap<String, String>,
     store: &Store,
 ) -> Result<Option<Value>, String> {
+    // A reader reads a file holding nothing (a cut can leave it so) as an empty database of
+    // its kind; a cut never reaches a server's store.
+    let empties: Vec<(&str, Connection)> = files
+        .iter()
+        .filter(|_| lab.stack.is_none())
+        .filter(|(_, file)| store.conn(file).is_some() && store.holds_nothing(file))
+        .filter_map(|(flag, file)| {
+            let mut empty = Store::default();
+            let schema = lab.schemas.iter().find(|s| s.db == flag.as_str())?;
+            empty.create(file, schema);
+            Some((flag.as_str(), empty.take(file)?))
+        })
+        .collect();
     let dbs: Databases<'_> = files
         .iter()
-        .filter_map(|(flag, file)| store.conn(file).map(|c| (flag.as_str(), c)))
+        .filter_map(|(flag, file)| {
+            let empty = empties.iter().find(|(f, _)| *f == flag.as_str());
+            empty
+                .map(|(_, c)| c)
+                .or_else(|| store.conn(file))
+                .map(|c| (flag.as_str(), c))
+        })
         .collect();
-    crate::engine::registry::labs()
-        .iter()
-        .find_map(|lab| (lab.readback)(phase, &dbs))
-        .transpose()
+    (lab.readback)(phase, &dbs).transpose()
 }
 
 /// The part of a readback one file decides: its object, and whether it is named absent.
@@ -95,6 +113,7 @@ fn flatten(value: &Value, prefix: &str, out: &mut BTreeMap<String, Value>) {
 
 /// Every field of a readback against the replayed files.
 pub fn readback_all(
+    lab: &LabStack,
     scenario: &str,
     reader: &Proc<'_>,
     recorded: &Value,
@@ -104,7 +123,7 @@ pub fn readback_all(
 ) {
     let file = reader.record.stdout.clone();
     let step = &reader.step.name;
-    let replayed = match readback(reader.step.phase, &reader.files, store) {
+    let replayed = match readback(lab, reader.step.phase, &reader.files, store) {
         Ok(Some(v)) => v,
         Ok(None) => return,
         Err(e) => {

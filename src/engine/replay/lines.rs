@@ -25,7 +25,7 @@ pub const KINDS: &[&str] = &["POINT", "CRASH", "NOT-REACHED", "PAUSED", "RESUMED
 pub const AMQP: &str = "AMQP";
 
 /// Is `word` the first word of a line a role of `lab` prints (besides `SQL` and `COMMITTED`)?
-pub fn known(lab: &crate::engine::Lab, word: &str) -> bool {
+pub fn known(lab: &crate::engine::LabStack, word: &str) -> bool {
     KINDS.contains(&word)
         || lab.replay.lines.contains(&word)
         || (word == AMQP && lab.stack.is_some_and(|s| !s.queues.is_empty()))
@@ -64,7 +64,7 @@ fn pragma_name(sql: &str) -> Option<String> {
 pub fn check(
     scenario: &str,
     p: &Proc<'_>,
-    lab: &crate::engine::Lab,
+    lab: &crate::engine::LabStack,
     recorded: &BTreeMap<String, String>,
     problems: &mut Problems,
 ) {

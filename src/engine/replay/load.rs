@@ -1,7 +1,6 @@
-//! Reading a run's evidence for the replay: bounded, inside the directory, never through a
-//! symlink.
+//! Reading a run's evidence for the replay: bounded, inside the directory, from the audit's
+//! one snapshot of it.
 
-use std::fs;
 use std::path::{Component, Path};
 
 use serde::Deserialize;
@@ -26,44 +25,34 @@ pub struct Row {
 /// The after_step of the rows taken once every process of a scenario has ended.
 pub const END: &str = "<end>";
 
+/// The evidence the replay reads: the audit's one snapshot of DIR (its first, careful walk
+/// read every plain file once), by relative path. The replay opens no path of its own, so a
+/// file swapped after that walk (a FIFO, a symlink) is never opened.
+pub trait Evidence {
+    /// The bytes of a plain file of the snapshot, or why it has none (`missing`, …).
+    fn bytes(&self, rel: &str) -> Result<&[u8], String>;
+}
+
 /// The text of an evidence file named by a relative path. Refused: a path that leaves the
-/// directory, a symlink anywhere along it, anything but a regular file, more than the bound.
-pub fn read_text(dir: &Path, rel: &str) -> Result<String, String> {
+/// directory, a file the snapshot does not hold, more than the bound.
+pub fn read_text(evidence: &dyn Evidence, rel: &str) -> Result<String, String> {
     let path = Path::new(rel);
     let plain = path.components().all(|c| matches!(c, Component::Normal(_)));
     if !plain || rel.is_empty() {
         return Err("path leaves the evidence directory".to_string());
     }
-    let mut at = dir.to_path_buf();
-    for part in path.components() {
-        at.push(part);
-        match fs::symlink_metadata(&at) {
-            Ok(m) if m.file_type().is_symlink() => {
-                return Err(format!(
-                    "{} is a symlink; the replay reads no file through one",
-                    part.as_os_str().to_string_lossy()
-                ))
-            }
-            Ok(_) => {}
-            Err(_) => return Err("missing".to_string()),
-        }
-    }
-    let meta = fs::symlink_metadata(&at).map_err(|e| format!("unreadable: {e}"))?;
-    if !meta.is_file() {
-        return Err("is not a file".to_string());
-    }
-    if meta.len() > STDOUT_BYTES_MAX {
+    let bytes = evidence.bytes(rel)?;
+    if bytes.len() as u64 > STDOUT_BYTES_MAX {
         return Err(format!(
             "{} bytes exceed the bound of {STDOUT_BYTES_MAX}",
-            meta.len()
+            bytes.len()
         ));
     }
-    let bytes = fs::read(&at).map_err(|e| format!("unreadable: {e}"))?;
-    Ok(String::from_utf8_lossy(&bytes).into_owned())
+    Ok(String::from_utf8_lossy(bytes).into_owned())
 }
 
-pub fn rows(dir: &Path) -> Result<Vec<Row>, String> {
-    let text = read_text(dir, crate::engine::evidence::DATABASE_FILES)?;
+pub fn rows(evidence: &dyn Evidence) -> Result<Vec<Row>, String> {
+    let text = read_text(evidence, crate::engine::evidence::DATABASE_FILES)?;
     serde_json::from_str(&text).map_err(|e| format!("malformed: {e}"))
 }
 
@@ -72,17 +61,18 @@ mod tests {
     use super::*;
 
     #[test]
-    fn paths_outside_and_symlinks_are_refused() {
+    fn paths_outside_are_refused_and_only_the_snapshot_is_read() {
         let dir = tempfile::tempdir().unwrap();
-        fs::create_dir(dir.path().join("sub")).unwrap();
-        fs::write(dir.path().join("sub/a.txt"), "x\n").unwrap();
-        assert_eq!(read_text(dir.path(), "sub/a.txt").unwrap(), "x\n");
-        assert!(read_text(dir.path(), "../a.txt").is_err());
-        assert!(read_text(dir.path(), "/etc/passwd").is_err());
-        std::os::unix::fs::symlink(dir.path().join("sub"), dir.path().join("link")).unwrap();
-        let e = read_text(dir.path(), "link/a.txt").unwrap_err();
-        assert!(e.contains("symlink"), "{e}");
-        assert_eq!(read_text(dir.path(), "sub/none").unwrap_err(), "missing");
+        std::fs::create_dir(dir.path().join("sub")).unwrap();
+        std::fs::write(dir.path().join("sub/a.txt"), "x\n").unwrap();
+        let snapshot = crate::engine::audit::snapshot(dir.path());
+        // Read once by the walk: what the disk holds later is not read again.
+        std::fs::write(dir.path().join("sub/a.txt"), "changed\n").unwrap();
+        assert_eq!(read_text(&snapshot, "sub/a.txt").unwrap(), "x\n");
+        assert!(read_text(&snapshot, "../a.txt").is_err());
+        assert!(read_text(&snapshot, "/etc/passwd").is_err());
+        assert!(read_text(&snapshot, "").is_err());
+        assert_eq!(read_text(&snapshot, "sub/none").unwrap_err(), "missing");
     }
 
     #[test]

@@ -34,6 +34,7 @@ mod claims;
 pub mod claims_api;
 mod commits;
 mod compare;
+mod cut;
 mod engine;
 pub(crate) mod lines;
 mod load;
@@ -44,16 +45,17 @@ mod walk;
 mod tests;
 
 use std::collections::BTreeMap;
-use std::path::Path;
 
 use crate::engine::evidence::{Process, DATABASE_FILES};
 use crate::engine::scenario::{readback_json, Expect, Scenario};
-use crate::engine::Lab;
+use crate::engine::LabStack;
 pub use claims_api::{LabReplay, RoleClaims};
+pub use cut::Cut;
+pub use load::Evidence;
 pub use trace::complete as complete_lines;
 
 /// Whether a phase serves on several threads that share one stdout (and one events file).
-pub fn threaded(lab: &Lab, phase: &str) -> bool {
+pub fn threaded(lab: &LabStack, phase: &str) -> bool {
     lab.replay.threaded.contains(&phase)
 }
 
@@ -62,7 +64,7 @@ pub type Problems = Vec<(String, String)>;
 
 /// The files a process's argv names, by flag: `--sender sender.db` → (`sender`, …), only
 /// files the lab has.
-fn flags(argv: &[String], lab: &Lab) -> BTreeMap<String, String> {
+fn flags(argv: &[String], lab: &LabStack) -> BTreeMap<String, String> {
     argv.windows(2)
         .filter_map(|w| {
             let flag = w[0].strip_prefix("--")?;
@@ -84,17 +86,20 @@ fn resolve(files: &BTreeMap<String, String>, db: &str, phase: &str) -> Option<St
         .cloned()
 }
 
-/// Replay every scenario of a driver run in `dir` and return what disagrees.
-/// `pragmas`: the ones `processes.json` records every connection pinned.
+/// Replay every scenario of a driver run, read from the audit's snapshot of its directory,
+/// and return what disagrees.
+/// `pragmas`: the ones `processes.json` records every connection pinned. `cuts`: under power
+/// loss, every cut (empty for a power-loss run that made none), else None.
 pub fn check(
-    dir: &Path,
-    lab: &Lab,
+    evidence: &dyn Evidence,
+    lab: &LabStack,
     scenarios: &[Scenario],
     processes: &[Process],
     pragmas: &std::collections::BTreeMap<String, String>,
+    cuts: Option<&[Cut]>,
 ) -> Problems {
     let mut problems = Problems::new();
-    let rows = match load::rows(dir) {
+    let rows = match load::rows(evidence) {
         Ok(rows) => rows,
         Err(e) => {
             problems.push((
@@ -105,7 +110,16 @@ pub fn check(
         }
     };
     for scenario in scenarios {
-        if let Some(mut scene) = scene(dir, lab, scenario, processes, &rows, &mut problems) {
+        if let Some(mut scene) = scene(evidence, lab, scenario, processes, &rows, &mut problems) {
+            scene.cuts = cuts.map(|cuts| {
+                cuts.iter()
+                    .filter(|c| c.scenario == scenario.name)
+                    .filter_map(|c| {
+                        let at = scenario.steps.iter().position(|s| s.name == c.step)?;
+                        Some((at, c.files.clone()))
+                    })
+                    .collect()
+            });
             replay(&mut scene, lab, pragmas, &mut problems);
         }
     }
@@ -113,8 +127,8 @@ pub fn check(
 }
 
 fn scene<'a>(
-    dir: &Path,
-    lab: &'a Lab,
+    evidence: &dyn Evidence,
+    lab: &'a LabStack,
     scenario: &'a Scenario,
     processes: &'a [Process],
     rows: &'a [load::Row],
@@ -136,7 +150,7 @@ fn scene<'a>(
             ));
             return None;
         };
-        let text = match load::read_text(dir, &record.stdout) {
+        let text = match load::read_text(evidence, &record.stdout) {
             Ok(text) => text,
             Err(e) => {
                 problems.push((record.stdout.clone(), format!("not replayed: {e}")));
@@ -151,7 +165,7 @@ fn scene<'a>(
         let mut lines = trace::parse(&text);
         // The claims are the commit events' (claims.rs); the trace says where they stand.
         let events_rel = crate::engine::report::model::events_rel(&record.stdout);
-        let events = load::read_text(dir, &events_rel)
+        let events = load::read_text(evidence, &events_rel)
             .and_then(|t| crate::events::parse(&t).map_err(|e| crate::fail::one_line(&e)));
         let unpaired = match events {
             Ok(events) => claims::from_events(&mut lines, &events, threaded(lab, step.phase)),
@@ -175,7 +189,7 @@ fn scene<'a>(
             };
             line_files.push(resolve(&files, db, step.phase));
         }
-        let writes = walk::written(&lines, &line_files);
+        let writes = trace::written(&lines, &line_files);
         let stop = step
             .background
             .and_then(|b| b.stop_after)
@@ -195,9 +209,11 @@ fn scene<'a>(
             pos: 0,
             ended: false,
             session: engine::Session::default(),
+            empty: cut::EmptyReads::new(lab.stack.is_none().then_some(lab.schemas)),
         });
     }
     Some(walk::Scene {
+        lab,
         name: &scenario.name,
         procs,
         rows: rows
@@ -206,12 +222,13 @@ fn scene<'a>(
             .collect(),
         readbacks,
         databases: crate::engine::fleet::replayed_stores(lab),
+        cuts: None,
     })
 }
 
 fn replay(
     scene: &mut walk::Scene<'_>,
-    lab: &Lab,
+    lab: &LabStack,
     pragmas: &std::collections::BTreeMap<String, String>,
     problems: &mut Problems,
 ) {
@@ -226,6 +243,15 @@ fn replay(
             Ok(store) => {
                 problems.extend(found);
                 for p in &scene.procs {
+                    for file in &p.empty.misread {
+                        problems.push((
+                            p.record.stdout.clone(),
+                            format!(
+                                "{}/{}: reads {file} as a file holding nothing (no quick_check), while the replayed history gives it content",
+                                scene.name, p.step.name
+                            ),
+                        ));
+                    }
                     lines::check(scene.name, p, lab, pragmas, problems);
                     commits::check(scene.name, p, &store, problems);
                     (lab.replay.claims)(&mut claims_api::RoleClaims {

@@ -10,7 +10,7 @@ use super::engine::{Session, Store};
 use crate::engine::evidence::Process;
 use crate::engine::files::logical_sha256_conn;
 use crate::engine::scenario::{Background, Expect, Ready, Scenario, Step, Stop};
-use crate::engine::Lab;
+use crate::engine::LabStack;
 
 const BG: &str = "SQL receiver BEGIN IMMEDIATE
 SQL receiver CREATE TABLE t(x INTEGER NOT NULL)
@@ -31,7 +31,7 @@ SQL receiver INSERT INTO t VALUES (4)
 
 /// The lab whose scenarios run a process in the background (its files are the ones these
 /// scenarios write).
-fn lab() -> &'static Lab {
+fn lab() -> &'static LabStack {
     use crate::engine::registry::{first_with, has_background};
     let lab = first_with(has_background).expect("a lab runs a process in the background");
     for file in ["receiver.db", "intents.db"] {
@@ -160,11 +160,12 @@ fn run(dir: &Path, rows: &[Spec<'_>]) -> Vec<(String, String)> {
         .map(|s| process(s, (s.name == "bg").then_some(9)))
         .collect();
     super::check(
-        dir,
+        &crate::engine::audit::snapshot(dir),
         lab(),
         &[scenario],
         &processes,
         &crate::engine::driver::pragmas(),
+        None,
     )
 }
 
@@ -254,11 +255,12 @@ fn a_statement_that_fails_in_the_replay_must_have_failed_in_the_run() {
     let scenario = scenario();
     let processes: Vec<Process> = scenario.steps.iter().map(|s| process(s, None)).collect();
     let problems = super::check(
-        dir.path(),
+        &crate::engine::audit::snapshot(dir.path()),
         lab(),
         &[scenario],
         &processes,
         &crate::engine::driver::pragmas(),
+        None,
     );
     let text = format!("{problems:?}");
     assert!(
@@ -302,11 +304,12 @@ fn interleaved(dir: &Path, trace: &str) -> Vec<(String, String)> {
     fs::write(dir.join("database-files.json"), rows.to_string()).unwrap();
     let processes = vec![process(&scenario.steps[0], None)];
     super::check(
-        dir,
+        &crate::engine::audit::snapshot(dir),
         lab(),
         &[scenario],
         &processes,
         &crate::engine::driver::pragmas(),
+        None,
     )
 }
 

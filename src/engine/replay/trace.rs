@@ -154,9 +154,7 @@ fn ddl_sources() -> &'static BTreeMap<String, &'static str> {
     static MAP: OnceLock<BTreeMap<String, &'static str>> = OnceLock::new();
     MAP.get_or_init(|| {
         // Every lab's, through the registry.
-        let schemas = crate::engine::registry::labs()
-            .iter()
-            .flat_map(|lab| lab.schemas.iter());
+        let schemas = crate::engine::registry::stacks().flat_map(|lab| lab.schemas.iter());
         let mut map = BTreeMap::new();
         for schema in schemas {
             // The DDL has no `;` inside a literal, so `;` ends each statement.
@@ -250,6 +248,23 @@ pub fn named_values(text: &str) -> Vec<String> {
     tokens(text)
         .into_iter()
         .filter(|t| t.bytes().any(|b| b.is_ascii_digit()))
+        .collect()
+}
+
+/// The files a process writes, from its trace (statements that may change content).
+pub fn written(
+    lines: &[Line],
+    line_files: &[Option<String>],
+) -> std::collections::BTreeSet<String> {
+    lines
+        .iter()
+        .zip(line_files)
+        .filter_map(|(line, file)| match (line, file) {
+            (Line::Sql { sql, .. }, Some(file)) if classify(sql) == Kind::Write => {
+                Some(file.clone())
+            }
+            _ => None,
+        })
         .collect()
 }
 

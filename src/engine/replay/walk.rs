@@ -17,12 +17,14 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde_json::Value;
 
 use super::compare;
+use super::cut::EmptyReads;
 use super::engine::{Session, Store};
 use super::load::{Row, END};
-use super::trace::{self, Kind, Line};
+use super::trace::Line;
 use super::Problems;
 use crate::engine::evidence::Process;
 use crate::engine::scenario::Step;
+use crate::engine::LabStack;
 
 /// One process of the scenario, its trace, and (per pass) how far it has been replayed.
 pub struct Proc<'a> {
@@ -49,6 +51,8 @@ pub struct Proc<'a> {
     pub pos: usize,
     pub ended: bool,
     pub session: Session,
+    /// The files it read as holding nothing, which a cut can leave.
+    pub empty: EmptyReads,
 }
 
 impl Proc<'_> {
@@ -57,7 +61,10 @@ impl Proc<'_> {
         let at = self.pos;
         self.pos += 1;
         match (&self.lines[at], &self.line_files[at]) {
-            (Line::Sql { sql, .. }, Some(file)) => self.session.feed(store, at, file, sql),
+            (Line::Sql { sql, db }, Some(file)) => {
+                let (sql, db, file) = (sql.clone(), db.clone(), file.clone());
+                self.feed(store, at, (&db, &file, &sql))
+            }
             _ => false,
         }
     }
@@ -111,17 +118,22 @@ impl Proc<'_> {
         self.ended = false;
         self.unjudged.clear();
         self.session = Session::default();
+        self.empty = EmptyReads::new(self.empty.schemas);
     }
 }
 
 /// The scenario being replayed.
 pub struct Scene<'a> {
+    /// The lab on the stack the run was on.
+    pub lab: &'a LabStack,
     pub name: &'a str,
     pub procs: Vec<Proc<'a>>,
     pub rows: Vec<&'a Row>,
     /// Step index to the readback JSON its stdout ends with.
     pub readbacks: BTreeMap<usize, Value>,
     pub databases: &'a [&'a str],
+    /// A power-loss run: after each step index here, a cut changed these database files.
+    pub cuts: Option<BTreeMap<usize, BTreeSet<String>>>,
 }
 
 /// (observation, process) to the position it is held at after a search failed.
@@ -223,6 +235,9 @@ impl Scene<'_> {
             p.reset();
         }
         let mut store = Store::default();
+        if self.cuts.is_some() {
+            store.record_windows();
+        }
         let mut observation = 0;
         for at in 0..self.procs.len() {
             let others: BTreeSet<String> = self
@@ -237,13 +252,14 @@ impl Scene<'_> {
             } else if self.procs[at].paused() {
                 self.procs[at].advance_to_pause(&mut store);
             }
+            self.cut(&mut store, at);
             if let Some(recorded) = self.readbacks.get(&at).cloned() {
                 let reader = &self.procs[at];
                 let phase = reader.step.phase;
                 let files = reader.files.clone();
                 let holds = |store: &Store, file: &str| {
                     let flag = files.iter().find(|(_, f)| f.as_str() == file);
-                    match (flag, compare::readback(phase, &files, store)) {
+                    match (flag, compare::readback(self.lab, phase, &files, store)) {
                         (Some((flag, _)), Ok(Some(replayed))) => {
                             compare::readback_part(&recorded, &replayed, flag)
                         }
@@ -255,6 +271,7 @@ impl Scene<'_> {
                 self.settle(&mut store, at, observation, pins, &holds)?;
                 let held = self.held_note(pins, observation);
                 compare::readback_all(
+                    self.lab,
                     self.name,
                     &self.procs[at],
                     &recorded,
@@ -377,18 +394,4 @@ impl Scene<'_> {
             .collect();
         held.join("")
     }
-}
-
-/// The files a process writes, from its trace (statements that may change content).
-pub fn written(lines: &[Line], line_files: &[Option<String>]) -> BTreeSet<String> {
-    lines
-        .iter()
-        .zip(line_files)
-        .filter_map(|(line, file)| match (line, file) {
-            (Line::Sql { sql, .. }, Some(file)) if trace::classify(sql) == Kind::Write => {
-                Some(file.clone())
-            }
-            _ => None,
-        })
-        .collect()
 }

@@ -264,7 +264,7 @@ pub fn readback_fields(result: &StepResult) -> Vec<Field> {
         .map(|(path, expected)| Field {
             path: path.clone(),
             expected: expected.as_i64(),
-            observed: crate::engine::scenario::lookup(readback, path).and_then(Value::as_i64),
+            observed: crate::role::lookup(readback, path).and_then(Value::as_i64),
         })
         .collect()
 }

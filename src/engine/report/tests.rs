@@ -62,7 +62,7 @@ fn result(
 }
 
 /// The lab whose scenarios run a server in the background, like the run made here.
-fn background_lab() -> &'static crate::engine::Lab {
+fn background_lab() -> &'static crate::engine::LabStack {
     use crate::engine::registry::{first_with, has_background};
     first_with(has_background).expect("a lab runs a server in the background")
 }
@@ -136,7 +136,7 @@ fn evidence(final_ok: bool) -> Evidence {
             command: vec![
                 "crashlab".to_string(),
                 "driver".to_string(),
-                lab.id.to_string(),
+                lab.id().to_string(),
             ],
             crash_mode: "exit".to_string(),
             step_timeout_ms: 1000,

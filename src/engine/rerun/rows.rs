@@ -20,9 +20,19 @@ pub const HEADER: &[u8; 16] = b"SQLite format 3\0";
 pub fn is_database(path: &Path) -> bool {
     use std::io::Read;
     let mut head = [0u8; 16];
-    fs::File::open(path)
+    crate::common::open_plain(path)
         .and_then(|mut f| f.read_exact(&mut head))
         .is_ok_and(|()| &head == HEADER)
+}
+
+/// The largest database file (or WAL) copied for reading its rows.
+const DATABASE_BYTES_MAX: u64 = 1024 * 1024 * 1024;
+
+/// Copy a plain file (never a FIFO or a link, `common::read_plain`) to `to`.
+fn copy_plain(from: &Path, to: &Path) -> Result<()> {
+    let bytes = crate::common::read_plain(from, DATABASE_BYTES_MAX)
+        .with_context(|| format!("copying {}", from.display()))?;
+    fs::write(to, bytes).with_context(|| format!("copying {}", from.display()))
 }
 
 fn literal(value: ValueRef<'_>) -> String {
@@ -42,18 +52,15 @@ fn literal(value: ValueRef<'_>) -> String {
 /// in primary-key order, `table: col = value, …`. Read from a private copy, so the file in
 /// the evidence is never opened, let alone changed.
 pub fn dump(path: &Path) -> Result<Vec<String>> {
-    let scratch = tempfile::Builder::new()
-        .prefix("crashlab-rerun-rows-")
-        .tempdir()
-        .context("a scratch directory for reading rows")?;
+    let scratch =
+        crate::owner::tempdir("rerun-rows").context("a scratch directory for reading rows")?;
     let copy = scratch.path().join("copy.db");
-    fs::copy(path, &copy).with_context(|| format!("copying {}", path.display()))?;
+    copy_plain(path, &copy)?;
     let name = path.file_name().unwrap_or_default().to_string_lossy();
     let wal = path.with_file_name(format!("{name}-wal"));
     // A link is never followed: a `-wal` that is not a plain file is left out.
     if fs::symlink_metadata(&wal).is_ok_and(|m| m.is_file()) {
-        fs::copy(&wal, scratch.path().join("copy.db-wal"))
-            .with_context(|| format!("copying {}", wal.display()))?;
+        copy_plain(&wal, &scratch.path().join("copy.db-wal"))?;
     }
     // The copy is private, so it may be opened for writing: a WAL-mode file then opens
     // whether or not a `-wal` came with it. Nothing is written (query_only).

@@ -85,7 +85,10 @@ pub fn read_plain(path: &Path) -> Result<String> {
             meta.len()
         )));
     }
-    fs::read_to_string(path)
+    // Read as checked: a file swapped for a FIFO since is refused, never waited on.
+    let bytes = crate::common::read_plain(path, JSON_BYTES_MAX)
+        .map_err(|e| fail::usage(format!("{}: unreadable: {e}", path.display())))?;
+    String::from_utf8(bytes)
         .map_err(|e| fail::usage(format!("{}: unreadable: {e}", path.display())))
 }
 
@@ -109,6 +112,12 @@ pub fn recorded(dir: &Path) -> Result<Recorded> {
         (Kind::Chaos, "processes.json")
     } else if is_file(&dir.join("processes.json")) {
         (Kind::Driver, "processes.json")
+    } else if is_file(&dir.join(crate::probe::records::PROBE)) {
+        return Err(fail::usage(format!(
+            "{} is a probe's evidence: its endpoint is a live service, not run again here; `crashlab audit {}` derives every verdict again from its exchanges",
+            dir.display(),
+            dir.display()
+        )));
     } else {
         return Err(fail::usage(format!(
             "{} is not an evidence directory: it has no processes.json, explore.json or chaos.json, so there is no command to rerun",
@@ -253,10 +262,8 @@ pub fn outside(temp: &Path, dir: &Path) -> Result<()> {
 
 /// Run the recorded command again with this binary, in a fresh temporary directory.
 pub fn rerun(recorded: &Recorded, dir: &Path) -> Result<Rerun> {
-    let temp = tempfile::Builder::new()
-        .prefix("crashlab-rerun-")
-        .tempdir()
-        .context("creating the rerun's temporary directory")?;
+    let temp =
+        crate::owner::tempdir("rerun").context("creating the rerun's temporary directory")?;
     // Checked before anything was printed (`outside`); checked again on the real directory.
     outside(temp.path(), dir)?;
     let mut cwd = temp.path().join("run");

@@ -77,7 +77,11 @@ pub struct Scope {
 impl Scope {
     pub fn new(kind: Kind, lab: &str) -> Scope {
         let background = match (kind, crate::engine::registry::find(lab)) {
-            (Kind::Driver, Ok(lab)) => background_steps(lab),
+            (Kind::Driver, Ok(lab)) => lab
+                .stacks
+                .iter()
+                .flat_map(|on| background_steps(on))
+                .collect(),
             _ => BTreeSet::new(),
         };
         Scope { kind, background }
@@ -142,7 +146,7 @@ impl Scope {
 
 /// The steps after which a background step of the same scenario was still running: it was
 /// started at or before the step and stops after it (or at the scenario's end).
-pub fn background_steps(lab: &crate::engine::Lab) -> BTreeSet<(String, String)> {
+pub fn background_steps(lab: &crate::engine::LabStack) -> BTreeSet<(String, String)> {
     let mut out = BTreeSet::new();
     for scenario in (lab.scenarios)() {
         let names: Vec<&str> = scenario.steps.iter().map(|s| s.name.as_str()).collect();
@@ -234,7 +238,7 @@ mod tests {
 
     /// The lab whose driver runs the scenario these tests name (a receiver in the
     /// background while two dispatchers run).
-    fn two_dispatchers_lab() -> &'static crate::engine::Lab {
+    fn two_dispatchers_lab() -> &'static crate::engine::LabStack {
         crate::engine::registry::first_with(|lab| {
             (lab.scenarios)()
                 .iter()
@@ -244,10 +248,8 @@ mod tests {
     }
 
     /// The lab that is put under load (chaos, bench).
-    fn load_lab() -> &'static crate::engine::Lab {
-        crate::engine::registry::labs()
-            .iter()
-            .copied()
+    fn load_lab() -> &'static crate::engine::LabStack {
+        crate::engine::registry::stacks()
             .find(|lab| lab.load.is_some())
             .expect("a lab has a load profile")
     }
@@ -264,7 +266,7 @@ mod tests {
 
     #[test]
     fn frozen_says_it_first() {
-        let scope = Scope::new(Kind::Driver, two_dispatchers_lab().id);
+        let scope = Scope::new(Kind::Driver, two_dispatchers_lab().id());
         let row = json!({"scenario": "two-dispatchers", "after_step": "dispatch-first"});
         assert!(scope.unsettled("database-files.json", &row));
         assert!(!scope.unsettled("other.json", &row));
@@ -283,7 +285,7 @@ mod tests {
 
     #[test]
     fn side_files_of_kept_databases_are_compared_through_their_rows() {
-        let explore = Scope::new(Kind::Explore, load_lab().id);
+        let explore = Scope::new(Kind::Explore, load_lab().id());
         assert!(matches!(
             explore.rule("cases/v/p@1/db/queue.db-wal"),
             Rule::Side
@@ -296,7 +298,7 @@ mod tests {
             explore.rule("cases/v/p@1/x.db-wal"),
             Rule::Everything
         ));
-        let chaos = Scope::new(Kind::Chaos, load_lab().id);
+        let chaos = Scope::new(Kind::Chaos, load_lab().id());
         assert!(matches!(chaos.rule("db/receiver.db-shm"), Rule::Side));
         assert!(matches!(chaos.rule("chaos.json"), Rule::Only(_)));
         assert!(matches!(chaos.rule("logs/sender.1.stdout.txt"), Rule::Skip));

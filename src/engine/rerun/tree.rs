@@ -58,13 +58,10 @@ fn list(root: &Path) -> Result<Vec<(String, Entry)>> {
     Ok(out)
 }
 
+/// A listed file as text: a plain file, bounded, never a FIFO swapped in after the listing.
 fn read(path: &Path) -> Result<String> {
-    let bytes = fs::metadata(path)?.len();
-    anyhow::ensure!(
-        bytes <= FILE_BYTES_MAX,
-        "{bytes} bytes exceed the bound of {FILE_BYTES_MAX}"
-    );
-    Ok(String::from_utf8_lossy(&fs::read(path)?).into_owned())
+    let bytes = crate::common::read_plain(path, FILE_BYTES_MAX)?;
+    Ok(String::from_utf8_lossy(&bytes).into_owned())
 }
 
 /// Compare the two trees; the problems of reading are differences too (named by file).

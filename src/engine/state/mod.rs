@@ -153,6 +153,8 @@ pub trait StateStore: Sync {
 
     /// The logical digest of a kept copy the audit read from evidence, given as its bytes
     /// and those of its side files (`(suffix, bytes)`): the evidence is never opened in place.
+    /// An error when the copy is not sound by the store's own check (SQLite's
+    /// `integrity_check`: pages, freelist, every index against its table), quoting it.
     fn kept_digest(&self, bytes: &[u8], side: &[(&str, &[u8])]) -> Result<String>;
 
     /// The audit: what is wrong with one row's own fields (empty when nothing is), given

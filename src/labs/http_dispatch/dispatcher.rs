@@ -29,7 +29,8 @@ pub const INTENTS_MAX: i64 = 100_000;
 pub const LOCK_WAIT_MS_MAX: u64 = 600_000;
 const LOCK_POLL_MS: u64 = 20;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum Unknown {
     /// Send again (the counterexample against an unkeyed receiver)
     Resend,

@@ -12,6 +12,8 @@
 use crate::engine::jepsen::{Anomaly, Op, Outcome};
 use crate::engine::observed::{events_of, named, History, Seen};
 use crate::events::Event;
+use crate::labs::http_dispatch::roles::{Dispatcher, Intent, Receiver};
+use crate::role::Role;
 
 /// The scenarios that show a second effect on purpose.
 const EXPECT_DUPLICATE: &[&str] = &[
@@ -22,7 +24,7 @@ const EXPECT_DUPLICATE: &[&str] = &[
 
 pub fn history(scenario: &str, steps: &[Seen<'_>]) -> Option<History> {
     let mut ops: Vec<Op> = Vec::new();
-    for event in events_of(steps, "intent") {
+    for event in events_of(steps, Intent::NAME) {
         if let Event::Commit { db, what } = event {
             if let Some(key) = named(what, "key").filter(|_| db == "intents") {
                 ops.push(Op {
@@ -36,7 +38,7 @@ pub fn history(scenario: &str, steps: &[Seen<'_>]) -> Option<History> {
     }
     let single = ops.len() == 1;
     let mut refused: Vec<String> = Vec::new();
-    for event in events_of(steps, "dispatcher") {
+    for event in events_of(steps, Dispatcher::NAME) {
         let (key, outcome) = match event {
             Event::Commit { db, what } if db == "receipts" => (named(what, "key"), Outcome::Ok),
             Event::Response { item, status } if *status == 409 => {
@@ -51,7 +53,7 @@ pub fn history(scenario: &str, steps: &[Seen<'_>]) -> Option<History> {
             op.outcome = outcome;
         }
     }
-    for event in events_of(steps, "receiver") {
+    for event in events_of(steps, Receiver::NAME) {
         let (item, effect) = match event {
             Event::Applied { item } => (item, true),
             Event::Duplicate { item } => (item, false),
@@ -77,44 +79,23 @@ pub fn history(scenario: &str, steps: &[Seen<'_>]) -> Option<History> {
             op.effects = 0;
         }
     }
-    let expected = if EXPECT_DUPLICATE.contains(&scenario) {
-        vec![Anomaly::Duplicate]
-    } else {
-        Vec::new()
+    let expected: &[Anomaly] = match EXPECT_DUPLICATE.contains(&scenario) {
+        true => &[Anomaly::Duplicate],
+        false => &[],
     };
-    Some(History {
-        ops,
-        allowed: vec![Anomaly::DuplicateDelivery],
-        expected,
-    })
+    Some(History::redelivery_allowed(ops, expected))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::engine::observed::judge;
-    use crate::labs::http_dispatch::lab::LAB;
-
-    fn step<'a>(phase: &'a str, events: &'a [Event]) -> Seen<'a> {
-        Seen {
-            step: phase,
-            phase,
-            events,
-            readback: None,
-        }
-    }
-
-    fn commit(db: &str, what: &str) -> Event {
-        Event::Commit {
-            db: db.into(),
-            what: what.into(),
-        }
-    }
+    use crate::labs::http_dispatch::lab::ON_SQLITE;
 
     #[test]
     fn a_replay_is_allowed_and_the_unkeyed_double_effect_is_expected_where_shown() {
-        let intent = [commit("intents", "intent 1 key K1")];
-        let receipt = [commit("receipts", "receipt key K1")];
+        let intent = [Event::commit("intents", "intent 1 key K1")];
+        let receipt = [Event::commit("receipts", "receipt key K1")];
         let keyed = [
             Event::Applied { item: "K1".into() },
             Event::Duplicate { item: "K1".into() },
@@ -125,11 +106,11 @@ mod tests {
         ];
         let run = |scenario: &str, receiver: &[Event]| {
             let steps = [
-                step("intent", &intent),
-                step("receiver", receiver),
-                step("dispatcher", &receipt),
+                Seen::of(Intent::NAME, &intent),
+                Seen::of(Receiver::NAME, receiver),
+                Seen::of(Dispatcher::NAME, &receipt),
             ];
-            judge(&LAB, scenario, &steps).unwrap()
+            judge(&ON_SQLITE, scenario, &steps).unwrap()
         };
         let f = run("keyed-dispatcher-crash", &keyed);
         assert!(f.ok && f.bad_anomalies.is_empty(), "{f:?}");

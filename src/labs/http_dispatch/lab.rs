@@ -7,27 +7,44 @@
 
 use crate::crash::Point;
 use crate::engine::scenario::{Background, Expect, Ready, Scenario, Step, Stop};
-use crate::engine::Lab;
+use crate::engine::{crash_mode, Lab, LabStack};
 use crate::fail::{EXIT_CONFLICT, EXIT_LOCKED, EXIT_OK, EXIT_UNAVAILABLE};
+use crate::labs::http_dispatch::dispatcher::Unknown;
 use crate::labs::http_dispatch::points::{self, POINTS};
-use crate::labs::http_dispatch::roles::{self, Argv, Dispatch, Post, Serve, FILES};
+use crate::labs::http_dispatch::receiver::Mode;
+use crate::labs::http_dispatch::roles::{Dispatcher, Intent, Post, Receiver, Verify};
+use crate::labs::http_dispatch::schema::{HISTORY_DB, INTENTS_DB, RECEIPTS_DB, RECEIVER_DB};
 pub use crate::labs::http_dispatch::stages::{stage, STAGES};
+use crate::role::{entry, Argv, Role};
 
 pub static LAB: Lab = Lab {
     id: "13",
     slug: "http-dispatch",
     title: "Intent log, HTTP with Idempotency-Key: a clean history is not one effect",
+    roles: &[
+        entry::<Intent>(),
+        entry::<Receiver>(),
+        entry::<Dispatcher>(),
+        entry::<Verify>(),
+        entry::<Post>(),
+    ],
+    stacks: &[&ON_SQLITE],
+};
+
+pub static ON_SQLITE: LabStack = LabStack {
+    lab: &LAB,
+    title: "Intent log, HTTP with Idempotency-Key: a clean history is not one effect",
     points: POINTS,
-    databases: &["intents.db", "receipts.db", "history.db", "receiver.db"],
+    databases: &[INTENTS_DB, RECEIPTS_DB, HISTORY_DB, RECEIVER_DB],
     scenarios,
     stages: STAGES,
     store: crate::engine::state::SQLITE,
     roles: &[
-        "intent",
-        "receiver",
-        "dispatcher",
-        "dispatch-verify",
-        "dispatch-post",
+        Intent::NAME,
+        Receiver::NAME,
+        Dispatcher::NAME,
+        Verify::NAME,
+        Post::NAME,
     ],
     load: None,
     explore: Some(&super::explore::PLAN),
@@ -38,13 +55,11 @@ pub static LAB: Lab = Lab {
         &super::schema::HISTORY,
         &super::schema::RECEIVER,
     ],
-    readback: super::readback::replayed,
+    readback: |phase, dbs| (phase == Verify::NAME).then(|| super::readback::replayed(dbs)),
     replay: super::replay::REPLAY,
-    cli: crate::engine::RoleCli {
-        augment: super::commands::augment,
-        run: super::route::run,
-    },
+    cli: None,
     stack: None,
+    crash_modes: crash_mode::ON_FILES,
 };
 
 const BODY: &str = r#"{"amount":25,"to":"R1"}"#;
@@ -52,11 +67,6 @@ const BODY: &str = r#"{"amount":25,"to":"R1"}"#;
 /// A step that runs a role's argv to the given exit.
 fn step(name: &str, argv: Argv, exit: i32, expect: Expect) -> Step {
     Step::of(name, &argv, exit, expect)
-}
-
-/// A step that runs a role's argv and crashes at `point`.
-fn crashing(name: &str, argv: Argv, point: Point) -> Step {
-    Step::crashing_at(name, &argv, point)
 }
 
 /// Builds one scenario's steps; readback stages are looked up as `<scenario>.<step>`.
@@ -78,27 +88,23 @@ impl Build {
         self
     }
 
-    fn intent(self, body: &'static str) -> Build {
-        self.step(step(
-            "intent",
-            roles::intent(&FILES, "K1", body),
-            EXIT_OK,
-            Expect::Exit,
-        ))
+    fn intent(self) -> Build {
+        let argv = Intent::of("K1", BODY).argv();
+        self.step(step("intent", argv, EXIT_OK, Expect::Exit))
     }
 
-    /// A receiver in the background, stopped with SIGTERM after `stop_after` (None: at the end).
+    /// A receiver in the background, stopped with SIGTERM after `stop_after` (None: at the
+    /// end), crashing at `crash` if any.
     fn receiver(
         self,
         name: &str,
-        mode: &'static str,
-        serve: Serve,
+        receiver: Receiver,
         stop_after: Option<&'static str>,
         crash: Option<Point>,
     ) -> Build {
-        let argv = roles::receiver(&FILES, mode, &serve);
+        let argv = receiver.argv();
         let step = match crash {
-            Some(point) => crashing(name, argv, point),
+            Some(point) => Step::crashing_at(name, &argv, point),
             None => step(name, argv, EXIT_OK, Expect::Output("STOPPED receiver")),
         };
         self.step(step.in_background(Background {
@@ -108,78 +114,72 @@ impl Build {
         }))
     }
 
-    fn dispatch(self, name: &str, how: Dispatch, exit: i32, expect: Expect) -> Build {
-        self.step(step(name, roles::dispatcher(&FILES, &how), exit, expect))
+    /// A receiver in `mode` until the end.
+    fn serve(self, name: &str, mode: Mode) -> Build {
+        self.receiver(name, Receiver::of(mode), None, None)
+    }
+
+    fn dispatch_with(self, name: &str, how: Dispatcher, exit: i32, expect: Expect) -> Build {
+        self.step(step(name, how.argv(), exit, expect))
+    }
+
+    /// The dispatcher with its defaults (an attempt without a receipt is sent again).
+    fn dispatch(self, name: &str, exit: i32, expect: Expect) -> Build {
+        self.dispatch_with(name, Dispatcher::of(Unknown::Resend), exit, expect)
     }
 
     fn dispatch_crash(self, point: Point) -> Build {
-        let argv = roles::dispatcher(&FILES, &Dispatch::default());
-        self.step(crashing("dispatch-crash", argv, point))
+        let argv = Dispatcher::of(Unknown::Resend).argv();
+        self.step(Step::crashing_at("dispatch-crash", &argv, point))
     }
 
     fn post(self, name: &str, how: Post, status: &'static str) -> Build {
-        self.step(step(
-            name,
-            roles::post(&FILES, &how),
-            EXIT_OK,
-            Expect::Output(status),
-        ))
+        self.step(step(name, how.argv(), EXIT_OK, Expect::Output(status)))
     }
 
     fn verify(self, name: &str) -> Build {
         let full = format!("{}.{name}", self.name);
         let stage = stage(&full).expect("every readback step has a stage");
-        self.step(step(
-            name,
-            roles::verify(&FILES, true, Some(stage.name)),
-            EXIT_OK,
-            Expect::Readback(stage),
-        ))
+        let argv = Verify::of(Some(stage.name)).argv();
+        self.step(step(name, argv, EXIT_OK, Expect::Readback(stage)))
     }
 
     fn done(self) -> Scenario {
-        Scenario {
-            name: self.name.to_string(),
-            dir: Some(self.name.to_string()),
-            steps: self.steps,
-        }
+        Scenario::named(self.name, self.steps)
     }
 }
 
 /// The dispatcher crashes with the reply in hand, and a fresh one recovers.
-fn dispatcher_crash(name: &'static str, mode: &'static str, recover: Expect) -> Scenario {
+fn dispatcher_crash(name: &'static str, mode: Mode, recover: Expect) -> Scenario {
     Build::new(name)
-        .intent(BODY)
-        .receiver("receiver", mode, Serve::default(), None, None)
+        .intent()
+        .serve("receiver", mode)
         .dispatch_crash(points::DISPATCHER_AFTER_RESPONSE)
         .verify("after-crash")
-        .dispatch("dispatch-recover", Dispatch::default(), EXIT_OK, recover)
+        .dispatch("dispatch-recover", EXIT_OK, recover)
         .verify("final")
         .done()
 }
 
 /// The receiver crashes after committing the effect, before replying; both restart.
-fn receiver_crash(name: &'static str, mode: &'static str) -> Scenario {
+fn receiver_crash(name: &'static str, mode: Mode) -> Scenario {
     Build::new(name)
-        .intent(BODY)
+        .intent()
         .receiver(
             "receiver-crash",
-            mode,
-            Serve::default(),
+            Receiver::of(mode),
             Some("dispatch-lost"),
             Some(points::RECEIVER_AFTER_EFFECT_COMMIT),
         )
         .dispatch(
             "dispatch-lost",
-            Dispatch::default(),
             EXIT_UNAVAILABLE,
             Expect::Output("the receiver may have run it"),
         )
         .verify("after-crash")
-        .receiver("receiver-restart", mode, Serve::default(), None, None)
+        .serve("receiver-restart", mode)
         .dispatch(
             "dispatch-recover",
-            Dispatch::default(),
             EXIT_OK,
             Expect::Output("DISPATCHED delivered=1"),
         )
@@ -189,95 +189,78 @@ fn receiver_crash(name: &'static str, mode: &'static str) -> Scenario {
 
 /// The table of the issue, one scenario per row, in its order.
 pub fn scenarios() -> Vec<Scenario> {
+    let keyed = || Receiver::of(Mode::Keyed);
     vec![
         dispatcher_crash(
             "keyed-dispatcher-crash",
-            "keyed",
+            Mode::Keyed,
             Expect::Output("status 200 replayed"),
         ),
         dispatcher_crash(
             "unkeyed-dispatcher-crash",
-            "unkeyed",
+            Mode::Unkeyed,
             Expect::Output("RESEND key K1"),
         ),
         Build::new("keyed-receiver-restart")
-            .intent(BODY)
-            .receiver(
-                "receiver",
-                "keyed",
-                Serve::default(),
-                Some("dispatch-crash"),
-                None,
-            )
+            .intent()
+            .receiver("receiver", keyed(), Some("dispatch-crash"), None)
             .dispatch_crash(points::DISPATCHER_AFTER_RESPONSE)
             .verify("after-crash")
-            .receiver("receiver-restart", "keyed", Serve::default(), None, None)
+            .serve("receiver-restart", Mode::Keyed)
             .dispatch(
                 "dispatch-recover",
-                Dispatch::default(),
                 EXIT_OK,
                 Expect::Output("status 200 replayed"),
             )
             .verify("final")
             .done(),
         Build::new("receiver-unavailable")
-            .intent(BODY)
+            .intent()
             // Started and stopped at once: its port file names a port nobody listens on.
-            .receiver(
-                "receiver-gone",
-                "keyed",
-                Serve::default(),
-                Some("receiver-gone"),
-                None,
-            )
+            .receiver("receiver-gone", keyed(), Some("receiver-gone"), None)
             .dispatch(
                 "dispatch-unavailable",
-                Dispatch::default(),
                 EXIT_UNAVAILABLE,
                 Expect::Output("not reachable"),
             )
             .verify("after-unavailable")
-            .receiver("receiver", "keyed", Serve::default(), None, None)
+            .serve("receiver", Mode::Keyed)
             .dispatch(
                 "dispatch-recover",
-                Dispatch::default(),
                 EXIT_OK,
                 Expect::Output("DISPATCHED delivered=1"),
             )
             .verify("final")
             .done(),
         Build::new("key-conflict")
-            .receiver("receiver", "keyed", Serve::default(), None, None)
+            .serve("receiver", Mode::Keyed)
             .post(
                 "old-request",
                 Post {
-                    key: Some("K1"),
-                    body: Some(r#"{"amount":10,"to":"R1"}"#),
-                    ..Post::default()
+                    body: r#"{"amount":10,"to":"R1"}"#.to_string(),
+                    ..Post::of(Some("K1"))
                 },
                 "STATUS 200",
             )
-            .intent(BODY)
+            .intent()
             .dispatch(
                 "dispatch-conflict",
-                Dispatch::default(),
                 EXIT_CONFLICT,
                 Expect::Output("payload conflict"),
             )
             .verify("final")
             .done(),
-        receiver_crash("keyed-receiver-crash", "keyed"),
-        receiver_crash("unkeyed-receiver-crash", "unkeyed"),
+        receiver_crash("keyed-receiver-crash", Mode::Keyed),
+        receiver_crash("unkeyed-receiver-crash", Mode::Unkeyed),
         Build::new("two-dispatchers")
-            .intent(BODY)
+            .intent()
             // The receiver holds each request 1.5 s, so the first dispatcher holds the lock
             // while the second one starts.
             .receiver(
                 "receiver",
-                "keyed",
-                Serve {
-                    delay_ms: Some(1500),
-                    ..Serve::default()
+                Receiver {
+                    delay_ms: 1500,
+                    ..keyed()
                 },
                 None,
                 None,
@@ -285,7 +268,7 @@ pub fn scenarios() -> Vec<Scenario> {
             .step(
                 step(
                     "dispatch-first",
-                    roles::dispatcher(&FILES, &Dispatch::default()),
+                    Dispatcher::of(Unknown::Resend).argv(),
                     EXIT_OK,
                     Expect::Output("DISPATCHED delivered=1"),
                 )
@@ -297,15 +280,14 @@ pub fn scenarios() -> Vec<Scenario> {
             )
             .dispatch(
                 "dispatch-second",
-                Dispatch::default(),
                 EXIT_LOCKED,
                 Expect::Output("held by another dispatcher"),
             )
-            .dispatch(
+            .dispatch_with(
                 "dispatch-waiting",
-                Dispatch {
-                    lock_wait_ms: Some(20_000),
-                    ..Dispatch::default()
+                Dispatcher {
+                    lock_wait_ms: 20_000,
+                    ..Dispatcher::of(Unknown::Resend)
                 },
                 EXIT_OK,
                 Expect::Output("DISPATCHED delivered=0"),
@@ -313,13 +295,12 @@ pub fn scenarios() -> Vec<Scenario> {
             .verify("final")
             .done(),
         Build::new("key-expired")
-            .intent(BODY)
+            .intent()
             .receiver(
                 "receiver",
-                "keyed",
-                Serve {
+                Receiver {
                     key_ttl_ms: Some(1),
-                    ..Serve::default()
+                    ..keyed()
                 },
                 None,
                 None,
@@ -327,61 +308,47 @@ pub fn scenarios() -> Vec<Scenario> {
             .dispatch_crash(points::DISPATCHER_AFTER_RESPONSE)
             .dispatch(
                 "dispatch-recover",
-                Dispatch::default(),
                 EXIT_OK,
                 Expect::Output("DISPATCHED delivered=1 replayed=0"),
             )
             .verify("final")
             .done(),
         Build::new("bad-requests")
-            .receiver("receiver", "keyed", Serve::default(), None, None)
-            .post(
-                "invalid-key",
-                Post {
-                    key: Some("K1;drop"),
-                    ..Post::default()
-                },
-                "STATUS 400",
-            )
+            .serve("receiver", Mode::Keyed)
+            .post("invalid-key", Post::of(Some("K1;drop")), "STATUS 400")
             .post(
                 "long-key",
-                Post {
-                    key: Some("K12345678901234567890123456789012345678901234567890123456789012345"),
-                    ..Post::default()
-                },
+                Post::of(Some(
+                    "K12345678901234567890123456789012345678901234567890123456789012345",
+                )),
                 "STATUS 400",
             )
-            .post("missing-key", Post::default(), "STATUS 400")
+            .post("missing-key", Post::of(None), "STATUS 400")
             .post(
                 "oversized-body",
                 Post {
-                    key: Some("K2"),
                     body_bytes: Some(4097),
-                    ..Post::default()
+                    ..Post::of(Some("K2"))
                 },
                 "STATUS 413",
             )
             .verify("final")
             .done(),
         Build::new("unkeyed-unknown-hold")
-            .intent(BODY)
-            .receiver("receiver", "unkeyed", Serve::default(), None, None)
+            .intent()
+            .serve("receiver", Mode::Unkeyed)
             .dispatch_crash(points::DISPATCHER_AFTER_RESPONSE)
-            .dispatch(
+            .dispatch_with(
                 "dispatch-hold",
-                Dispatch {
-                    unknown: Some("hold"),
-                    ..Dispatch::default()
-                },
+                Dispatcher::of(Unknown::Hold),
                 EXIT_OK,
                 Expect::Output("marked unknown"),
             )
             .post(
                 "reconcile",
                 Post {
-                    key: Some("K1"),
                     get_effect: true,
-                    ..Post::default()
+                    ..Post::of(Some("K1"))
                 },
                 "\"ran\":true",
             )

@@ -3,7 +3,6 @@
 //! the reply, and the readback. It knows nothing of the harness beyond `crash::point`.
 
 pub mod client;
-pub mod commands;
 pub mod dispatcher;
 pub mod explore;
 pub mod history;
@@ -15,6 +14,5 @@ pub mod readback;
 pub mod receiver;
 pub mod replay;
 pub mod roles;
-pub mod route;
 pub mod schema;
 pub mod stages;

@@ -45,15 +45,7 @@ pub fn key_bytes_problem(key: &[u8]) -> Option<String> {
 /// field (a space), or put a NUL or a control byte into the evidence, and the escaping can
 /// be undone.
 pub fn escaped(bytes: &[u8]) -> String {
-    let mut shown = String::with_capacity(bytes.len());
-    for &b in bytes {
-        match b {
-            b'\\' => shown.push_str("\\\\"),
-            0x21..=0x7e => shown.push(char::from(b)),
-            _ => shown.push_str(&format!("\\x{b:02x}")),
-        }
-    }
-    shown
+    crate::common::escaped(bytes, false)
 }
 
 /// A key as lines show it (see `escaped`).

@@ -9,13 +9,15 @@ use crate::engine::replay::claims_api::{
     statements, LabReplay, Proc, RoleClaims,
 };
 use crate::engine::replay::Problems;
+use crate::labs::http_dispatch::roles::{Dispatcher, Post, Receiver};
+use crate::role::Role;
 
 /// What the replay needs to know of this lab's roles.
 pub const REPLAY: LabReplay = LabReplay {
     // The receiver serves requests on several workers.
-    threaded: &["receiver"],
+    threaded: &[Receiver::NAME],
     // The raw client prints the reply's status, then its headers and body as they came.
-    raw_replies: &["dispatch-post"],
+    raw_replies: &[Post::NAME],
     lines: &[
         "READY",
         "REQUEST",
@@ -43,8 +45,8 @@ pub fn claims(c: &mut RoleClaims<'_>) {
     {
         let mut say = |line: usize, what: String| c.say(line, what);
         match p.step.phase {
-            "receiver" => receiver(p, &mut say),
-            "dispatcher" => dispatcher(p, &mut say),
+            Receiver::NAME => receiver(p, &mut say),
+            Dispatcher::NAME => dispatcher(p, &mut say),
             _ => {}
         }
     }
@@ -224,7 +226,7 @@ fn responses_name_effects(
     let lines: Vec<(usize, &str)> = other_lines(p).collect();
     for (n, (j, text)) in lines.iter().enumerate() {
         match p.step.phase {
-            "dispatcher" => {
+            Dispatcher::NAME => {
                 let Some(rest) = text.strip_prefix("RESPONSE key ") else {
                     continue;
                 };
@@ -237,7 +239,7 @@ fn responses_name_effects(
                 let body = body.strip_prefix("replayed ").unwrap_or(body);
                 replies.push((*j, text.to_string(), Some(key), body.to_string()));
             }
-            "dispatch-post" if *text == "STATUS 200" => {
+            Post::NAME if *text == "STATUS 200" => {
                 let key = p
                     .record
                     .argv

@@ -1,210 +1,345 @@
-//! Lab 13's roles as typed argument builders: the one place their flags are spelled. The
-//! driver's scenarios, explore's cases and the tests build argv here, so a renamed flag is one
-//! edit and a missing required flag does not compile.
-//!
-//! `argv()` returns the subcommand and its flags (without crash flags, which the engine adds
-//! for whichever role it crashes).
+//! Lab 13's roles, each one struct: its flags (`clap::Args`), its argv (`Role::argv`, from the
+//! same fields) and its run. The driver's scenarios, explore's cases, lab f3 (which runs this
+//! receiver) and the tests build them.
 
-/// The subcommand of each role.
-pub const INTENT: &str = "intent";
-pub const RECEIVER: &str = "receiver";
-pub const DISPATCHER: &str = "dispatcher";
-pub const POST: &str = "dispatch-post";
-pub const VERIFY: &str = "dispatch-verify";
+use std::path::{Path, PathBuf};
 
-/// Every role's subcommand.
-pub const ALL: &[&str] = &[INTENT, RECEIVER, DISPATCHER, POST, VERIFY];
+use anyhow::Result;
+use serde::Serialize;
 
-pub use crate::engine::argv::Argv;
+use super::dispatcher::{self, Unknown};
+use super::model::resolve_port;
+use super::points::POINTS;
+use super::receiver::{self, Mode};
+use super::schema::{HISTORY_DB, INTENTS_DB, PORT_FILE, RECEIPTS_DB, RECEIVER_DB};
+use super::{client, intent, readback};
+use crate::fail;
+use crate::role::{arm, expected_stage, readback_out, CrashArgs, ReadbackArgs, Role};
 
-/// The files of a run, relative to its work directory.
-#[derive(Debug, Clone, Copy)]
-pub struct Files<'a> {
-    pub intents: &'a str,
-    pub receipts: &'a str,
-    pub history: &'a str,
-    pub receiver: &'a str,
-    /// Where the receiver writes its port, and the clients read it.
-    pub port_file: &'a str,
+/// A client's connect and request bound when none is given (ms).
+const TIMEOUT_MS_DEFAULT: u64 = 5_000;
+
+/// Where a client finds lab 13's receiver: a port, or the file the receiver wrote it to.
+#[derive(clap::Args, Serialize, Debug, Clone, PartialEq, Eq)]
+pub struct Peer {
+    /// The receiver's port on 127.0.0.1 (or --port-file)
+    #[arg(
+        long,
+        conflicts_with = "port_file",
+        required_unless_present = "port_file"
+    )]
+    pub port: Option<u16>,
+    /// Read the receiver's port from this file (its --port-file)
+    #[arg(long, value_name = "FILE")]
+    pub port_file: Option<PathBuf>,
 }
 
-/// The file names of the contract.
-pub const FILES: Files<'static> = Files {
-    intents: "intents.db",
-    receipts: "receipts.db",
-    history: "history.db",
-    receiver: "receiver.db",
-    port_file: "receiver.port",
-};
-
-/// `intent --intents … --key K --body B`
-pub fn intent(files: &Files, key: &str, body: &str) -> Argv {
-    Argv::new(INTENT)
-        .flag("--intents", files.intents)
-        .flag("--key", key)
-        .flag("--body", body)
-}
-
-/// How a receiver runs beyond its files and mode.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Serve {
-    pub key_ttl_ms: Option<i64>,
-    pub delay_ms: Option<u64>,
-    pub lifetime_ms: Option<u64>,
-}
-
-/// `receiver --db … --mode M --port-file … [--key-ttl-ms …] [--delay-ms …] [--lifetime-ms …]`
-pub fn receiver(files: &Files, mode: &str, how: &Serve) -> Argv {
-    Argv::new(RECEIVER)
-        .flag("--db", files.receiver)
-        .flag("--mode", mode)
-        .flag("--port-file", files.port_file)
-        .maybe("--key-ttl-ms", how.key_ttl_ms)
-        .maybe("--delay-ms", how.delay_ms)
-        .maybe("--lifetime-ms", how.lifetime_ms)
-}
-
-/// How a dispatcher runs beyond its files.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Dispatch<'a> {
-    pub lock_wait_ms: Option<u64>,
-    pub timeout_ms: Option<u64>,
-    /// `resend` (the default) or `hold`.
-    pub unknown: Option<&'a str>,
-}
-
-/// `dispatcher --intents … --receipts … --history … --port-file … [options]`
-pub fn dispatcher(files: &Files, how: &Dispatch) -> Argv {
-    Argv::new(DISPATCHER)
-        .flag("--intents", files.intents)
-        .flag("--receipts", files.receipts)
-        .flag("--history", files.history)
-        .flag("--port-file", files.port_file)
-        .maybe("--lock-wait-ms", how.lock_wait_ms)
-        .maybe("--timeout-ms", how.timeout_ms)
-        .maybe("--unknown", how.unknown)
-}
-
-/// One raw request of `dispatch-post`.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Post<'a> {
-    pub key: Option<&'a str>,
-    pub body: Option<&'a str>,
-    pub body_bytes: Option<u64>,
-    pub get_effect: bool,
-}
-
-/// `dispatch-post --port-file … [--key K] [--body B | --body-bytes N] [--get-effect]`
-pub fn post(files: &Files, how: &Post) -> Argv {
-    Argv::new(POST)
-        .flag("--port-file", files.port_file)
-        .maybe("--key", how.key)
-        .maybe("--body", how.body)
-        .maybe("--body-bytes", how.body_bytes)
-        .switch("--get-effect", how.get_effect)
-}
-
-/// `dispatch-verify --intents … --receipts … --history … --receiver … [--json] [--expect S]`
-pub fn verify(files: &Files, json: bool, expect: Option<&str>) -> Argv {
-    Argv::new(VERIFY)
-        .flag("--intents", files.intents)
-        .flag("--receipts", files.receipts)
-        .flag("--history", files.history)
-        .flag("--receiver", files.receiver)
-        .switch("--json", json)
-        .maybe("--expect", expect)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn builders_spell_the_contract_flags() {
-        assert_eq!(
-            intent(&FILES, "K1", "{}").into_vec().join(" "),
-            "intent --intents intents.db --key K1 --body {}"
-        );
-        let r = receiver(
-            &FILES,
-            "keyed",
-            &Serve {
-                delay_ms: Some(1500),
-                ..Serve::default()
-            },
-        );
-        assert_eq!(r.role(), "receiver");
-        assert_eq!(
-            r.args().join(" "),
-            "--db receiver.db --mode keyed --port-file receiver.port --delay-ms 1500"
-        );
-        assert_eq!(
-            dispatcher(
-                &FILES,
-                &Dispatch {
-                    unknown: Some("hold"),
-                    ..Dispatch::default()
-                }
-            )
-            .args()
-            .join(" "),
-            "--intents intents.db --receipts receipts.db --history history.db --port-file receiver.port --unknown hold"
-        );
-        assert_eq!(
-            post(
-                &FILES,
-                &Post {
-                    key: Some("K1"),
-                    get_effect: true,
-                    ..Post::default()
-                }
-            )
-            .args()
-            .join(" "),
-            "--port-file receiver.port --key K1 --get-effect"
-        );
-        assert_eq!(
-            verify(&FILES, true, Some("s.final")).args().join(" "),
-            "--intents intents.db --receipts receipts.db --history history.db --receiver receiver.db --json --expect s.final"
-        );
+impl Peer {
+    /// The run's port file.
+    fn of_run() -> Peer {
+        Peer {
+            port: None,
+            port_file: Some(PORT_FILE.into()),
+        }
     }
 
-    /// Every argv a builder makes is one the real command line accepts.
-    #[test]
-    fn every_builder_argv_parses_with_the_real_cli() {
-        let all = [
-            intent(&FILES, "K1", "{}"),
-            receiver(
-                &FILES,
-                "unkeyed",
-                &Serve {
-                    key_ttl_ms: Some(1),
-                    delay_ms: Some(1),
-                    lifetime_ms: Some(1000),
-                },
-            ),
-            dispatcher(
-                &FILES,
-                &Dispatch {
-                    lock_wait_ms: Some(1),
-                    timeout_ms: Some(100),
-                    unknown: Some("hold"),
-                },
-            ),
-            post(
-                &FILES,
-                &Post {
-                    body_bytes: Some(10),
-                    ..Post::default()
-                },
-            ),
-            verify(&FILES, false, None),
-        ];
-        for argv in all {
-            let words = std::iter::once("crashlab".to_string()).chain(argv.clone().into_vec());
-            if let Err(e) = crate::cli::parser().try_get_matches_from(words) {
-                panic!("{argv:?}: {e}");
-            }
+    fn port(&self) -> Result<u16> {
+        resolve_port(self.port, self.port_file.as_deref())
+    }
+}
+
+#[derive(clap::Args, Serialize, Debug, Clone, PartialEq, Eq)]
+#[command(about = "Lab 13: record an intent (stable key + body) in one commit")]
+pub struct Intent {
+    /// The intents database; created with its schema when missing
+    #[arg(long, value_name = "FILE")]
+    pub intents: PathBuf,
+    /// Idempotency key, [A-Za-z0-9_-]{1,64}
+    #[arg(long)]
+    pub key: String,
+    /// The request body to deliver, sent unchanged on every attempt
+    #[arg(long)]
+    pub body: String,
+    #[command(flatten)]
+    #[serde(skip)]
+    pub crash: CrashArgs,
+}
+
+impl Intent {
+    /// Into the run's intents file.
+    pub fn of(key: &str, body: &str) -> Intent {
+        Intent {
+            intents: INTENTS_DB.into(),
+            key: key.to_string(),
+            body: body.to_string(),
+            crash: CrashArgs::default(),
         }
     }
 }
+
+impl Role for Intent {
+    const NAME: &'static str = "intent";
+
+    fn run(self) -> Result<i32> {
+        arm(&self.crash, Self::NAME, POINTS)?;
+        intent::run(&self.intents, &self.key, &self.body)?;
+        Ok(fail::EXIT_OK)
+    }
+}
+
+#[derive(clap::Args, Serialize, Debug, Clone, PartialEq, Eq)]
+#[command(
+    about = "Lab 13: HTTP receiver on 127.0.0.1; prints `READY <port>` when it accepts connections"
+)]
+pub struct Receiver {
+    /// The receiver database (effects + idempotency ledger); created when missing
+    #[arg(long, value_name = "FILE")]
+    pub db: PathBuf,
+    /// Keyed: one effect per Idempotency-Key; unkeyed: every request is a new effect
+    #[arg(long, value_enum)]
+    pub mode: Mode,
+    /// 0: any free port
+    #[arg(long, default_value_t = 0)]
+    pub port: u16,
+    /// Write the port here (atomically) before printing READY
+    #[arg(long, value_name = "FILE")]
+    pub port_file: Option<PathBuf>,
+    /// Worker threads: the bound on requests handled at once
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u64).range(1..=receiver::WORKERS_MAX as u64))]
+    pub workers: u64,
+    /// Forget keys older than this (default: keys kept forever)
+    #[arg(long, value_parser = clap::value_parser!(i64).range(1..=315_360_000_000))]
+    pub key_ttl_ms: Option<i64>,
+    /// Wait this long before applying each POST (to hold a request in flight)
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=receiver::DELAY_MS_MAX))]
+    pub delay_ms: u64,
+    /// Stop by itself after this long
+    #[arg(long, default_value_t = 600_000, value_parser = clap::value_parser!(u64).range(1..=receiver::LIFETIME_MS_MAX))]
+    pub lifetime_ms: u64,
+    #[command(flatten)]
+    #[serde(skip)]
+    pub crash: CrashArgs,
+}
+
+impl Receiver {
+    /// In `mode` on the run's file, its port written to the run's port file, with the
+    /// default bounds.
+    pub fn of(mode: Mode) -> Receiver {
+        Receiver {
+            db: RECEIVER_DB.into(),
+            mode,
+            port: 0,
+            port_file: Some(PORT_FILE.into()),
+            workers: 4,
+            key_ttl_ms: None,
+            delay_ms: 0,
+            lifetime_ms: 600_000,
+            crash: CrashArgs::default(),
+        }
+    }
+}
+
+impl Role for Receiver {
+    const NAME: &'static str = "receiver";
+
+    fn run(self) -> Result<i32> {
+        arm(&self.crash, Self::NAME, POINTS)?;
+        receiver::run(&receiver::Options {
+            db: self.db,
+            mode: self.mode,
+            port: self.port,
+            port_file: self.port_file,
+            workers: self.workers as usize,
+            key_ttl_ms: self.key_ttl_ms,
+            delay_ms: self.delay_ms,
+            lifetime_ms: self.lifetime_ms,
+        })?;
+        Ok(fail::EXIT_OK)
+    }
+}
+
+#[derive(clap::Args, Serialize, Debug, Clone, PartialEq, Eq)]
+#[command(
+    about = "Lab 13: send every intent without a receipt; receipt, then history, after the reply"
+)]
+pub struct Dispatcher {
+    /// The intents database (must exist: `crashlab intent` creates it)
+    #[arg(long, value_name = "FILE")]
+    pub intents: PathBuf,
+    /// The receipts database, one row per delivered key; created when missing
+    #[arg(long, value_name = "FILE")]
+    pub receipts: PathBuf,
+    /// The history database, the dispatcher's local log; created when missing
+    #[arg(long, value_name = "FILE")]
+    pub history: PathBuf,
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub peer: Peer,
+    /// The lock file (default: dispatcher.lock beside the intents file)
+    #[arg(long, value_name = "FILE")]
+    pub lock: Option<PathBuf>,
+    /// Wait up to this long for a held lock (default: exit 75 at once)
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=dispatcher::LOCK_WAIT_MS_MAX))]
+    pub lock_wait_ms: u64,
+    /// Connect and request timeout
+    #[arg(long, default_value_t = TIMEOUT_MS_DEFAULT, value_parser = clap::value_parser!(u64).range(1..=client::TIMEOUT_MS_MAX))]
+    pub timeout_ms: u64,
+    /// An attempt without a receipt: send again, or hold the intent as unknown
+    #[arg(long, value_enum, default_value_t = Unknown::Resend)]
+    pub unknown: Unknown,
+    #[command(flatten)]
+    #[serde(skip)]
+    pub crash: CrashArgs,
+}
+
+impl Dispatcher {
+    /// On the run's files and port file, answering an attempt without a receipt with
+    /// `unknown`, with the default bounds.
+    pub fn of(unknown: Unknown) -> Dispatcher {
+        Dispatcher {
+            intents: INTENTS_DB.into(),
+            receipts: RECEIPTS_DB.into(),
+            history: HISTORY_DB.into(),
+            peer: Peer::of_run(),
+            lock: None,
+            lock_wait_ms: 0,
+            timeout_ms: TIMEOUT_MS_DEFAULT,
+            unknown,
+            crash: CrashArgs::default(),
+        }
+    }
+}
+
+impl Role for Dispatcher {
+    const NAME: &'static str = "dispatcher";
+
+    fn run(self) -> Result<i32> {
+        arm(&self.crash, Self::NAME, POINTS)?;
+        let lock = self
+            .lock
+            .unwrap_or_else(|| dispatcher::default_lock(&self.intents));
+        dispatcher::run(&dispatcher::Options {
+            intents: &self.intents,
+            receipts: &self.receipts,
+            history: &self.history,
+            lock,
+            lock_wait_ms: self.lock_wait_ms,
+            port: self.peer.port()?,
+            timeout_ms: self.timeout_ms,
+            unknown: self.unknown,
+        })?;
+        Ok(fail::EXIT_OK)
+    }
+}
+
+#[derive(clap::Args, Serialize, Debug, Clone, PartialEq, Eq)]
+#[command(
+    about = "Lab 13: one raw request to the receiver; prints STATUS, the replay header, the body"
+)]
+pub struct Post {
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub peer: Peer,
+    /// Sent as Idempotency-Key, unchecked (the receiver judges it)
+    #[arg(long)]
+    pub key: Option<String>,
+    /// The request body
+    #[arg(long, default_value = "{}", conflicts_with = "body_bytes")]
+    pub body: String,
+    /// Send a body of N bytes instead
+    #[arg(long, value_parser = clap::value_parser!(u64).range(0..=1_000_000))]
+    pub body_bytes: Option<u64>,
+    /// GET /effect/<key> instead of POST
+    #[arg(long)]
+    pub get_effect: bool,
+    /// Connect and request timeout
+    #[arg(long, default_value_t = TIMEOUT_MS_DEFAULT, value_parser = clap::value_parser!(u64).range(1..=client::TIMEOUT_MS_MAX))]
+    pub timeout_ms: u64,
+}
+
+impl Post {
+    /// An empty JSON body (`{}`) under `key`, if any, to the run's receiver.
+    pub fn of(key: Option<&str>) -> Post {
+        Post {
+            peer: Peer::of_run(),
+            key: key.map(str::to_string),
+            body: "{}".to_string(),
+            body_bytes: None,
+            get_effect: false,
+            timeout_ms: TIMEOUT_MS_DEFAULT,
+        }
+    }
+}
+
+impl Role for Post {
+    const NAME: &'static str = "dispatch-post";
+
+    fn run(self) -> Result<i32> {
+        let port = self.peer.port()?;
+        let body = match self.body_bytes {
+            Some(n) => "x".repeat(n as usize),
+            None => self.body,
+        };
+        client::post_command(
+            port,
+            self.key.as_deref(),
+            &body,
+            self.timeout_ms,
+            self.get_effect,
+        )?;
+        Ok(fail::EXIT_OK)
+    }
+}
+
+#[derive(clap::Args, Serialize, Debug, Clone, PartialEq, Eq)]
+#[command(about = "Lab 13 readback: open the four files read-only and print their state")]
+pub struct Verify {
+    /// The intents database (a missing file reads as empty and is named in `absent`)
+    #[arg(long, value_name = "FILE")]
+    pub intents: PathBuf,
+    /// The receipts database (a missing file reads as empty and is named in `absent`)
+    #[arg(long, value_name = "FILE")]
+    pub receipts: PathBuf,
+    /// The history database (a missing file reads as empty and is named in `absent`)
+    #[arg(long, value_name = "FILE")]
+    pub history: PathBuf,
+    /// The receiver database (a missing file reads as empty and is named in `absent`)
+    #[arg(long, value_name = "FILE")]
+    pub receiver: PathBuf,
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub output: ReadbackArgs,
+}
+
+impl Verify {
+    /// Of the run's files, as JSON, checked against `stage` if any.
+    pub fn of(stage: Option<&str>) -> Verify {
+        Verify {
+            intents: INTENTS_DB.into(),
+            receipts: RECEIPTS_DB.into(),
+            history: HISTORY_DB.into(),
+            receiver: RECEIVER_DB.into(),
+            output: ReadbackArgs::expecting(stage),
+        }
+    }
+}
+
+impl Role for Verify {
+    const NAME: &'static str = "dispatch-verify";
+
+    fn run(self) -> Result<i32> {
+        let stage = expected_stage(self.output.expect.as_deref(), super::stages::STAGES)?;
+        let files: [&Path; 4] = [&self.intents, &self.receipts, &self.history, &self.receiver];
+        let state = readback::read(files, crate::store::trace_on())?.readback();
+        let line = format!(
+            "effects {} / receipts {} / history {} | intents {} undelivered {} unknown {} attempts {}",
+            state.receiver.effects, state.receipts.receipts, state.history.history,
+            state.intents.intents, state.intents.undelivered, state.intents.unknown,
+            state.intents.attempts
+        );
+        readback_out(self.output.json, &state, &line, stage)
+    }
+}
+
+#[cfg(test)]
+mod tests;

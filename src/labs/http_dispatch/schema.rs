@@ -1,6 +1,14 @@
-//! Lab 13's database kinds. Each file has one writer role; columns are ours.
+//! Lab 13's files and database kinds. Each file has one writer role; columns are ours.
 
 use crate::store::Schema;
+
+/// The files of a run, relative to its work directory.
+pub const INTENTS_DB: &str = "intents.db";
+pub const RECEIPTS_DB: &str = "receipts.db";
+pub const HISTORY_DB: &str = "history.db";
+pub const RECEIVER_DB: &str = "receiver.db";
+/// Where the receiver writes its port, and the clients read it.
+pub const PORT_FILE: &str = "receiver.port";
 
 /// `intents.db`: what is owed (intent) and every attempt to deliver it, recorded before sending.
 pub static INTENTS: Schema = Schema {

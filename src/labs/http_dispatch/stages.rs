@@ -1,6 +1,6 @@
 //! The counts each readback step of lab 13's scenarios must show, by `<scenario>.<step>`.
 
-use crate::engine::scenario::Stage;
+use crate::role::Stage;
 
 const E: &str = "receiver.effects";
 const R: &str = "receipts.receipts";

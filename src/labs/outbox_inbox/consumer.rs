@@ -1,43 +1,20 @@
-//! The consumer: claim deliveries, check the Inbox by message id, apply Inbox + ledger in one
-//! receiver transaction, and only then ack in the queue.
-//!
-//! Several consumers may share one queue. A claim is a lease: `claimed_by` and
-//! `lease_until_ms`, taken in one queue transaction. A consumer restarted under the same id
-//! takes its own claims back at once (it knows its previous life is over); another consumer
-//! waits for the lease to expire. Two consumers that apply the same message at once meet at
-//! the Inbox primary key: the second insert changes nothing, that transaction rolls back, and
-//! the delivery counts as a duplicate.
-
-use std::collections::HashMap;
-use std::path::Path;
+//! The consumer, written once for every stack: take deliveries, decide each by the Inbox,
+//! apply Inbox row and ledger credit in one receiver transaction, and only then ack. Several
+//! consumers may share one queue (the SQL queue's claims are leases; the broker hands each
+//! message to one consumer at a time); two that apply the same message at once meet at the
+//! Inbox's primary key.
 
 use anyhow::Result;
 
-use super::consumer_queue::{ack_rows, claim_rows};
-use super::consumer_receiver::{apply, decide, decide_known, decide_memory, lookup_many};
-use crate::crash;
+use super::inbox::Inbox;
+use super::ports::{Decision, Transport};
+use super::variant::Variant;
 use crate::events::Event;
 use crate::fail;
-use crate::labs::outbox_inbox::model::{busy_wait, now_ms, Payload};
-use crate::labs::outbox_inbox::points;
-use crate::labs::outbox_inbox::schema::{QUEUE, RECEIVER};
-use crate::labs::outbox_inbox::variant::Variant;
 use crate::out;
-use crate::store::{self, Access, Db};
 
 /// Largest number of deliveries one consumer run handles.
 pub const DELIVERIES_MAX: usize = 1_000_000;
-
-pub struct Options<'a> {
-    pub queue: &'a Path,
-    pub receiver: &'a Path,
-    pub consumer_id: &'a str,
-    pub lease_ms: i64,
-    pub batch: usize,
-    pub variant: Variant,
-    /// Delete Inbox rows older than this before consuming (None: keep them forever).
-    pub inbox_retention_ms: Option<i64>,
-}
 
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct Outcome {
@@ -46,93 +23,49 @@ pub struct Outcome {
     pub rejected: usize,
 }
 
-pub(super) struct Delivery {
-    pub(super) id: i64,
-    pub(super) message: String,
-    pub(super) payload: String,
-}
-
-/// What to do with one claimed delivery.
-pub(super) enum Decision {
-    Apply(Payload, String),
-    Duplicate,
-    Reject(String),
-}
-
-pub fn run(options: &Options<'_>) -> Result<Outcome> {
-    assert!(options.batch >= 1, "batch size is at least 1");
-    assert!(options.lease_ms >= 1, "a lease lasts at least 1 ms");
-    let mut queue = store::open(options.queue, &QUEUE, Access::Write)?;
-    let mut receiver = store::open(options.receiver, &RECEIVER, Access::WriteCreate)?;
-    let queue_shown = options.queue.display().to_string();
-    let receiver_shown = options.receiver.display().to_string();
-    let on_queue = |e: rusqlite::Error| store::explain(e, "queue", &queue_shown);
-    let on_receiver = |e: rusqlite::Error| store::explain(e, "receiver", &receiver_shown);
-    queue.conn.busy_handler(Some(busy_wait)).map_err(on_queue)?;
-    receiver
-        .conn
-        .busy_handler(Some(busy_wait))
-        .map_err(on_receiver)?;
-
-    if let Some(retention_ms) = options.inbox_retention_ms {
-        expire_inbox(&receiver, retention_ms).map_err(on_receiver)?;
-    }
-    // memory-inbox: the only record of what was applied dies with the process.
-    let mut memory_inbox: HashMap<String, String> = HashMap::new();
+/// Consume until nothing is left for this consumer (or DELIVERIES_MAX), then let go of the
+/// transport and say what came of it; a refused payload ends the run with exit 65.
+pub fn run(
+    inbox: &mut Inbox,
+    mut transport: Box<dyn Transport>,
+    batch: usize,
+    variant: Variant,
+) -> Result<Outcome> {
+    assert!(batch >= 1, "batch size is at least 1");
     let mut outcome = Outcome::default();
     let mut first_reject: Option<String> = None;
-    let rounds_max = DELIVERIES_MAX.div_ceil(options.batch);
-    // The deliveries claimed with the last ack (see consumer_next), if any.
-    let mut next: Option<Vec<Delivery>> = None;
-    for _ in 0..rounds_max {
-        let claimed = match next.take() {
-            Some(claimed) => claimed,
-            None => claim(&queue, options).map_err(on_queue)?,
+    // The correct design with batches acks batch k and takes batch k+1 at once (queue.rs).
+    let with_ack = variant == Variant::Correct && batch > 1;
+    let mut next = None;
+    for _ in 0..DELIVERIES_MAX.div_ceil(batch) {
+        let taken = match next.take() {
+            Some(taken) => taken,
+            None => transport.take()?,
         };
-        if claimed.is_empty() {
+        if taken.is_empty() {
             break;
         }
-        let mut decisions = Vec::with_capacity(claimed.len());
-        // More than one delivery: one Inbox look-up for the batch (one statement, one
-        // snapshot) instead of one per delivery. A single delivery (batch 1, the lab's
-        // default) keeps its own look-up, so its trace is unchanged.
-        let known = if claimed.len() > 1 && options.variant != Variant::MemoryInbox {
-            Some(lookup_many(&receiver, &claimed).map_err(on_receiver)?)
-        } else {
-            None
-        };
-        for d in &claimed {
-            let decision = match (options.variant, &known) {
-                (Variant::MemoryInbox, _) => {
-                    let decision = decide_memory(d, &memory_inbox);
-                    if let Decision::Apply(payload, digest) = &decision {
-                        memory_inbox.insert(payload.message.clone(), digest.clone());
-                    }
-                    decision
-                }
-                (_, Some(known)) => decide_known(d, known),
-                (_, None) => decide(&receiver, d).map_err(on_receiver)?,
-            };
-            decisions.push(decision);
+        if variant == Variant::AutoAck {
+            // Broken on purpose: the broker forgets the delivery before anything is applied.
+            transport.ack(&taken, None)?;
         }
-        match options.variant {
+        let mut decisions = inbox.decide(&taken)?;
+        match variant {
             Variant::AckBeforeApply => {
-                ack(&queue, &claimed, &decisions).map_err(on_queue)?;
-                apply(&receiver, &claimed, &mut decisions, options.variant).map_err(on_receiver)?;
+                transport.ack(&taken, Some(&decisions))?;
+                inbox.apply(&taken, &mut decisions)?;
             }
-            _ if super::consumer_queue::claims_with_ack(options) => {
-                apply(&receiver, &claimed, &mut decisions, options.variant).map_err(on_receiver)?;
-                let claimed_next =
-                    super::consumer_queue::ack_and_claim(&queue, &claimed, &decisions, options)
-                        .map_err(on_queue)?;
-                next = Some(claimed_next);
+            Variant::AutoAck => inbox.apply(&taken, &mut decisions)?,
+            _ if with_ack => {
+                inbox.apply(&taken, &mut decisions)?;
+                next = Some(transport.ack_and_take(&taken, &decisions)?);
             }
             _ => {
-                apply(&receiver, &claimed, &mut decisions, options.variant).map_err(on_receiver)?;
-                ack(&queue, &claimed, &decisions).map_err(on_queue)?;
+                inbox.apply(&taken, &mut decisions)?;
+                transport.ack(&taken, Some(&decisions))?;
             }
         }
-        for (d, decision) in claimed.iter().zip(&decisions) {
+        for (d, decision) in taken.iter().zip(&decisions) {
             let item = d.message.to_string();
             // What the delivery came to: a line for people (none for an applied one: its
             // commit line said it), and the event the harness reads.
@@ -165,6 +98,7 @@ pub fn run(options: &Options<'_>) -> Result<Outcome> {
             crate::events::emit(&event);
         }
     }
+    transport.close()?;
     out::line(&format!(
         "CONSUMED applied={} duplicates={} rejected={}",
         outcome.applied, outcome.duplicates, outcome.rejected
@@ -178,58 +112,4 @@ pub fn run(options: &Options<'_>) -> Result<Outcome> {
         return Err(fail::conflict(format!("{reason}{more}")));
     }
     Ok(outcome)
-}
-
-fn expire_inbox(receiver: &Db, retention_ms: i64) -> rusqlite::Result<()> {
-    let cutoff = now_ms().saturating_sub(retention_ms);
-    receiver.conn.execute_batch("BEGIN IMMEDIATE")?;
-    let deleted = receiver
-        .conn
-        .prepare_cached("DELETE FROM inbox WHERE applied_ms < ?1")?
-        .execute([cutoff])?;
-    receiver.conn.execute_batch("COMMIT")?;
-    out::committed(
-        "receiver",
-        &format!("inbox retention deleted {deleted} rows"),
-    );
-    Ok(())
-}
-
-fn claim(queue: &Db, options: &Options<'_>) -> rusqlite::Result<Vec<Delivery>> {
-    queue.conn.execute_batch("BEGIN IMMEDIATE")?;
-    let claimed = claim_rows(queue, options)?;
-    if claimed.is_empty() {
-        queue.conn.execute_batch("ROLLBACK")?;
-        return Ok(claimed);
-    }
-    crash::point(points::CONSUMER_BEFORE_CLAIM_COMMIT);
-    queue.conn.execute_batch("COMMIT")?;
-    out::committed(
-        "queue",
-        &format!("claim of {} by {}", describe(&claimed), options.consumer_id),
-    );
-    crash::point(points::CONSUMER_AFTER_CLAIM_COMMIT);
-    Ok(claimed)
-}
-
-pub(super) fn describe(deliveries: &[Delivery]) -> String {
-    match deliveries {
-        [one] => format!("delivery {} message {}", one.id, one.message),
-        _ => format!(
-            "{} deliveries {}..{}",
-            deliveries.len(),
-            deliveries[0].id,
-            deliveries[deliveries.len() - 1].id
-        ),
-    }
-}
-
-fn ack(queue: &Db, claimed: &[Delivery], decisions: &[Decision]) -> rusqlite::Result<()> {
-    queue.conn.execute_batch("BEGIN IMMEDIATE")?;
-    ack_rows(queue, claimed, decisions)?;
-    crash::point(points::CONSUMER_BEFORE_ACK);
-    queue.conn.execute_batch("COMMIT")?;
-    out::committed("queue", &format!("ack of {}", describe(claimed)));
-    crash::point(points::CONSUMER_AFTER_ACK);
-    Ok(())
 }

@@ -89,7 +89,8 @@ impl Payload {
     }
 }
 
-pub use crate::common::{hex, now_ms, sha256_hex};
+pub use crate::common::now_ms;
+use crate::common::sha256_hex;
 
 /// Busy handler for the roles that share a file under load (publisher, consumers): the same
 /// bound as the pinned busy timeout (store::BUSY_TIMEOUT_MS), but short sleeps first.

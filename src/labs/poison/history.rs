@@ -12,7 +12,8 @@ use crate::engine::observed::{named, History, Seen};
 use crate::events::Event;
 
 use super::model::Variant;
-use super::roles;
+use super::roles::{Consume, Produce, Replay};
+use crate::role::Role;
 
 /// The message ids a producer's commit names: `messages M1 M2 M3`.
 pub fn produced(what: &str) -> Vec<String> {
@@ -27,7 +28,7 @@ pub fn ops<'a>(events: impl Iterator<Item = (&'a str, &'a Event)>) -> Vec<Op> {
     let mut ops: Vec<Op> = Vec::new();
     let events: Vec<(&str, &Event)> = events.collect();
     for (role, event) in &events {
-        if let (roles::PRODUCE, Event::Commit { db, what }) = (*role, *event) {
+        if let (Produce::NAME, Event::Commit { db, what }) = (*role, *event) {
             for m in produced(what).into_iter().filter(|_| db == "queue") {
                 if !ops.iter().any(|op| op.item == m) {
                     ops.push(Op {
@@ -41,7 +42,7 @@ pub fn ops<'a>(events: impl Iterator<Item = (&'a str, &'a Event)>) -> Vec<Op> {
         }
     }
     for (role, event) in &events {
-        if *role != roles::CONSUME && *role != roles::REPLAY {
+        if *role != Consume::NAME && *role != Replay::NAME {
             continue;
         }
         let (item, effect) = match event {
@@ -72,24 +73,13 @@ pub fn history(scenario: &str, steps: &[Seen<'_>]) -> Option<History> {
         Some(Variant::RetryForever) => vec![Anomaly::Unseen],
         _ => Vec::new(),
     };
-    Some(History {
-        ops,
-        allowed: vec![Anomaly::DuplicateDelivery],
-        expected,
-    })
+    Some(History::redelivery_allowed(ops, &expected))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::engine::jepsen::check;
-
-    fn commit(db: &str, what: &str) -> Event {
-        Event::Commit {
-            db: db.into(),
-            what: what.into(),
-        }
-    }
 
     fn rejected(m: &str) -> Event {
         Event::Rejected {
@@ -100,20 +90,20 @@ mod tests {
 
     fn applied(m: &str) -> [Event; 2] {
         [
-            commit("receiver", &format!("credit of message {m} amount 5")),
+            Event::commit("receiver", &format!("credit of message {m} amount 5")),
             Event::Applied { item: m.into() },
         ]
     }
 
     #[test]
     fn a_stall_leaves_the_poison_and_everything_behind_it_unseen() {
-        let produce = [commit("queue", "messages M1 M2 M3")];
+        let produce = [Event::commit("queue", "messages M1 M2 M3")];
         let mut consume = applied("M1").to_vec();
         consume.extend([rejected("M2"), rejected("M2")]);
         let run: Vec<(&str, &Event)> = produce
             .iter()
-            .map(|e| (roles::PRODUCE, e))
-            .chain(consume.iter().map(|e| (roles::CONSUME, e)))
+            .map(|e| (Produce::NAME, e))
+            .chain(consume.iter().map(|e| (Consume::NAME, e)))
             .collect();
         let h = ops(run.into_iter());
         assert_eq!(h.len(), 3);
@@ -133,7 +123,7 @@ mod tests {
 
     #[test]
     fn a_parked_message_replayed_once_after_the_rest_is_clean() {
-        let produce = [commit("queue", "messages M1 M2 M3")];
+        let produce = [Event::commit("queue", "messages M1 M2 M3")];
         let mut consume = applied("M1").to_vec();
         consume.extend([rejected("M2"), rejected("M2"), rejected("M2")]);
         consume.extend(applied("M3"));
@@ -142,9 +132,9 @@ mod tests {
         replay.push(Event::Duplicate { item: "M2".into() });
         let run: Vec<(&str, &Event)> = produce
             .iter()
-            .map(|e| (roles::PRODUCE, e))
-            .chain(consume.iter().map(|e| (roles::CONSUME, e)))
-            .chain(replay.iter().map(|e| (roles::REPLAY, e)))
+            .map(|e| (Produce::NAME, e))
+            .chain(consume.iter().map(|e| (Consume::NAME, e)))
+            .chain(replay.iter().map(|e| (Replay::NAME, e)))
             .collect();
         let h = ops(run.into_iter());
         assert_eq!((h[1].deliveries, h[1].effects), (5, 1));
@@ -153,8 +143,8 @@ mod tests {
         // Not replayed: M2 is a lost write, M3 (acknowledged after it) was applied.
         let h = ops(produce
             .iter()
-            .map(|e| (roles::PRODUCE, e))
-            .chain(consume.iter().map(|e| (roles::CONSUME, e))));
+            .map(|e| (Produce::NAME, e))
+            .chain(consume.iter().map(|e| (Consume::NAME, e))));
         let f = check(&h, &[Anomaly::DuplicateDelivery]);
         assert_eq!(f.bad_anomalies[0].anomaly, Anomaly::LostWrite);
         assert_eq!(produced("messages M1 M2"), ["M1", "M2"]);

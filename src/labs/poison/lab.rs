@@ -3,33 +3,44 @@
 
 use super::model::Variant;
 use super::points::{self, POINTS};
-use super::roles::{self, Argv, Consume, FILES};
+use super::roles::{Consume, Produce, Replay, Verify, QUEUE, RECEIVER};
 use crate::crash::Point;
-use crate::engine::scenario::{Expect, Scenario, Stage, Step};
-use crate::engine::Lab;
+use crate::engine::scenario::{Expect, Scenario, Step};
+use crate::engine::{crash_mode, Lab, LabStack};
 use crate::fail::{EXIT_FAILED, EXIT_OK};
+use crate::role::{entry, Argv, Role, Stage};
 
 pub static LAB: Lab = Lab {
     id: "f2",
     slug: "poison",
     title: "Poison message: retry forever stalls the queue, retry then park applies the rest",
+    roles: &[
+        entry::<Produce>(),
+        entry::<Consume>(),
+        entry::<Replay>(),
+        entry::<Verify>(),
+    ],
+    stacks: &[&ON_SQLITE],
+};
+
+pub static ON_SQLITE: LabStack = LabStack {
+    lab: &LAB,
+    title: "Poison message: retry forever stalls the queue, retry then park applies the rest",
     points: POINTS,
-    databases: &["queue.db", "receiver.db"],
+    databases: &[QUEUE, RECEIVER],
     scenarios,
     stages: STAGES,
     store: crate::engine::state::SQLITE,
-    roles: &[roles::PRODUCE, roles::CONSUME, roles::REPLAY, roles::VERIFY],
+    roles: &[Produce::NAME, Consume::NAME, Replay::NAME, Verify::NAME],
     load: None,
     explore: Some(&super::explore::PLAN),
     history: super::history::history,
     schemas: &[&super::schema::QUEUE, &super::schema::RECEIVER],
     readback: super::readback::replayed,
     replay: super::replay::REPLAY,
-    cli: crate::engine::RoleCli {
-        augment: super::commands::augment,
-        run: super::route::run,
-    },
+    cli: None,
     stack: None,
+    crash_modes: crash_mode::ON_FILES_NO_CUT,
 };
 
 /// The messages of every run: M2 is the poison (over the receiver's limit of 1000).
@@ -135,7 +146,7 @@ fn verify(name: &'static str) -> Step {
         .expect("every readback step has a stage");
     step(
         name,
-        roles::verify(&FILES, true, Some(name)),
+        Verify::of(Some(name)).argv(),
         EXIT_OK,
         Expect::Readback(stage),
     )
@@ -144,15 +155,15 @@ fn verify(name: &'static str) -> Step {
 fn produce() -> Step {
     step(
         "produce",
-        roles::produce(&FILES, AMOUNTS),
+        Produce::of(AMOUNTS).argv(),
         EXIT_OK,
         Expect::Exit,
     )
 }
 
 fn skip() -> Vec<Step> {
-    let consume = || roles::consume(&FILES, &Consume::of(Variant::RetryThenSkip));
-    let fixed = || roles::replay(&FILES, POISON, Some(FIXED_AMOUNT));
+    let consume = || Consume::of(Variant::RetryThenSkip).argv();
+    let fixed = || Replay::of(POISON, Some(FIXED_AMOUNT)).argv();
     vec![
         produce(),
         crashing(
@@ -178,7 +189,7 @@ fn skip() -> Vec<Step> {
         verify("skip-after-drain"),
         step(
             "replay-unfixed",
-            roles::replay(&FILES, POISON, None),
+            Replay::of(POISON, None).argv(),
             EXIT_FAILED,
             Expect::Output("still fails"),
         ),
@@ -206,7 +217,7 @@ fn skip() -> Vec<Step> {
 }
 
 fn forever() -> Vec<Step> {
-    let consume = || roles::consume(&FILES, &Consume::of(Variant::RetryForever));
+    let consume = || Consume::of(Variant::RetryForever).argv();
     vec![
         produce(),
         crashing(
@@ -229,15 +240,7 @@ fn forever() -> Vec<Step> {
 /// One scenario per design of the consumer, each crashed on its retry/park path.
 pub fn scenarios() -> Vec<Scenario> {
     vec![
-        Scenario {
-            name: Variant::RetryThenSkip.name().to_string(),
-            dir: Some(Variant::RetryThenSkip.name().to_string()),
-            steps: skip(),
-        },
-        Scenario {
-            name: Variant::RetryForever.name().to_string(),
-            dir: Some(Variant::RetryForever.name().to_string()),
-            steps: forever(),
-        },
+        Scenario::named(Variant::RetryThenSkip.name(), skip()),
+        Scenario::named(Variant::RetryForever.name(), forever()),
     ]
 }

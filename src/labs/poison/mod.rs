@@ -4,7 +4,6 @@
 //! nothing of the harness beyond `crash::point`.
 
 pub mod apply;
-pub mod commands;
 pub mod consume;
 pub mod explore;
 pub mod history;
@@ -16,5 +15,4 @@ pub mod readback;
 pub mod replay;
 pub mod replay_parked;
 pub mod roles;
-pub mod route;
 pub mod schema;

@@ -164,7 +164,7 @@ pub fn replayed(
     phase: &str,
     dbs: &crate::engine::Databases<'_>,
 ) -> Option<Result<serde_json::Value, String>> {
-    if phase != super::roles::VERIFY {
+    if phase != <super::roles::Verify as crate::role::Role>::NAME {
         return None;
     }
     Some(

@@ -7,7 +7,8 @@ use crate::engine::replay::claims_api::{
 };
 use rusqlite::types::Value;
 
-use super::roles;
+use super::roles::{Consume, Produce, Replay};
+use crate::role::Role;
 
 pub const REPLAY: LabReplay = LabReplay {
     threaded: &[],
@@ -38,7 +39,7 @@ pub fn claims(c: &mut RoleClaims<'_>) {
     let p = c.proc;
     let lines: Vec<(usize, String)> = other_lines(p).map(|(j, t)| (j, t.to_string())).collect();
     match p.step.phase {
-        roles::PRODUCE => {
+        Produce::NAME => {
             let n = committed_rows(p, "messages").count() as i64;
             for (j, text) in &lines {
                 if let Some(rest) = text.strip_prefix("PRODUCED ") {
@@ -49,9 +50,9 @@ pub fn claims(c: &mut RoleClaims<'_>) {
                 }
             }
         }
-        roles::CONSUME | roles::REPLAY => {
+        Consume::NAME | Replay::NAME => {
             credit_lines(c, &lines);
-            if p.step.phase == roles::CONSUME {
+            if p.step.phase == Consume::NAME {
                 stalled_lines(c, &lines);
                 consumed_lines(c, &lines);
             }

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use clap::{Subcommand, ValueEnum};
 
-use crate::cli::{CrashArgs, ReadbackArgs};
+use crate::role::{CrashArgs, ReadbackArgs};
 
 /// Whether the consumer's call carries the message id as its Idempotency-Key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -112,7 +112,7 @@ pub struct Observed {
 impl Observed {
     fn read(work: &std::path::Path) -> Result<Observed> {
         let queue = work.join(roles::QUEUE_DB);
-        let receiver = work.join(roles::FILES.receiver);
+        let receiver = work.join(crate::labs::http_dispatch::schema::RECEIVER_DB);
         let mut o = Observed {
             state: super::readback::read_traced(&queue, &receiver, false)?,
             ..Observed::default()
@@ -169,7 +169,7 @@ impl ExplorePlan for Exploration {
     }
 
     fn databases(&self) -> &'static [&'static str] {
-        super::lab::LAB.databases
+        super::lab::ON_SQLITE.databases
     }
 
     fn scenario(&self, design: &'static str, steps: &mut Steps<'_>) -> Result<()> {

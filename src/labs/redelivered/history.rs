@@ -44,27 +44,14 @@ pub fn history(scenario: &str, steps: &[Seen<'_>]) -> Option<History> {
         true => vec![Anomaly::Duplicate],
         false => Vec::new(),
     };
-    Some(History {
-        ops,
-        allowed: vec![Anomaly::DuplicateDelivery],
-        expected,
-    })
+    Some(History::redelivery_allowed(ops, &expected))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::engine::observed::judge;
-    use crate::labs::redelivered::lab::LAB;
-
-    fn step<'a>(phase: &'a str, events: &'a [Event]) -> Seen<'a> {
-        Seen {
-            step: phase,
-            phase,
-            events,
-            readback: None,
-        }
-    }
+    use crate::labs::redelivered::lab::ON_SQLITE;
 
     #[test]
     fn a_replay_is_allowed_and_the_unkeyed_double_effect_is_expected_only_there() {
@@ -82,10 +69,10 @@ mod tests {
         ];
         let run = |scenario: &str, receiver: &[Event]| {
             let steps = [
-                step("redeliver-enqueue", &enqueue),
-                step("receiver", receiver),
+                Seen::of("redeliver-enqueue", &enqueue),
+                Seen::of("receiver", receiver),
             ];
-            judge(&LAB, scenario, &steps).unwrap()
+            judge(&ON_SQLITE, scenario, &steps).unwrap()
         };
         let f = run("keyed-pause-after-call", &keyed);
         assert!(f.ok, "{f:?}");

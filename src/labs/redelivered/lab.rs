@@ -10,7 +10,7 @@
 
 use crate::crash::Point;
 use crate::engine::scenario::{Background, Expect, Ready, Scenario, Step, Stop};
-use crate::engine::Lab;
+use crate::engine::{crash_mode, Lab, LabStack};
 use crate::fail::EXIT_OK;
 use crate::labs::redelivered::points::{self, POINTS};
 use crate::labs::redelivered::roles::{self, Consume};
@@ -19,6 +19,14 @@ pub use crate::labs::redelivered::stages::{stage, STAGES};
 pub static LAB: Lab = Lab {
     id: "f3",
     slug: "redelivered",
+    title:
+        "Lease expired while working: the redelivered message's side effect runs twice unless keyed",
+    roles: &[],
+    stacks: &[&ON_SQLITE, &crate::labs::redelivered_stack::lab::ON_SERVERS],
+};
+
+pub static ON_SQLITE: LabStack = LabStack {
+    lab: &LAB,
     title:
         "Lease expired while working: the redelivered message's side effect runs twice unless keyed",
     points: POINTS,
@@ -36,11 +44,12 @@ pub static LAB: Lab = Lab {
     ],
     readback: super::readback::replayed,
     replay: super::replay::REPLAY,
-    cli: crate::engine::RoleCli {
+    cli: Some(crate::engine::RoleCli {
         augment: super::commands::augment,
         run: super::route::run,
-    },
+    }),
     stack: None,
+    crash_modes: crash_mode::ON_FILES_NO_CUT,
 };
 
 pub const MESSAGE: (&str, &str) = ("M1", r#"{"amount":25,"to":"R1"}"#);
@@ -115,11 +124,7 @@ fn paused(variant: &'static str, at: Point, when: &str) -> Scenario {
         ),
         verify(&name, "final"),
     ];
-    Scenario {
-        dir: Some(name.clone()),
-        name,
-        steps,
-    }
+    Scenario::named(&name, steps)
 }
 
 /// Both variants, A paused before and after its call.

@@ -53,17 +53,14 @@ pub fn queue_state(conn: &Connection) -> rusqlite::Result<QueueState> {
 }
 
 /// The readback of open connections (files, or the audit's replay); None: absent.
-pub fn state_of(
-    queue: Option<&Connection>,
-    receiver: Option<&Connection>,
-) -> rusqlite::Result<State> {
+pub fn state_of(queue: Option<&Connection>, receiver: Option<&Connection>) -> Result<State> {
     let mut state = State::default();
     match queue {
         Some(c) => state.queue = queue_state(c)?,
         None => state.absent.push("queue"),
     }
     match receiver {
-        Some(c) => state.receiver = receiver_state(c)?,
+        Some(c) => state.receiver = receiver_state(c, "(replayed)")?,
         None => state.absent.push("receiver"),
     }
     Ok(state)
@@ -84,10 +81,7 @@ pub fn read_traced(queue: &Path, receiver: &Path, trace: bool) -> Result<State> 
         None => state.absent.push("queue"),
     }
     match store::open_existing(receiver, &RECEIVER, trace)? {
-        Some(db) => {
-            state.receiver = receiver_state(&db.conn)
-                .map_err(|e| store::explain(e, "receiver", &receiver.display().to_string()))?
-        }
+        Some(db) => state.receiver = receiver_state(&db.conn, &receiver.display().to_string())?,
         None => state.absent.push("receiver"),
     }
     // Postconditions: an acked message was delivered; a refused ack is a reply.
@@ -107,6 +101,6 @@ pub fn replayed(
     Some(
         state_of(dbs.get("queue").copied(), dbs.get("receiver").copied())
             .map(|s| serde_json::to_value(s).expect("a readback serializes"))
-            .map_err(|e| format!("reading the replayed files: {e}")),
+            .map_err(|e| format!("reading the replayed files: {e:#}")),
     )
 }

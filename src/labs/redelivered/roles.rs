@@ -1,22 +1,24 @@
 //! Lab f3's roles as typed argument builders: the one place their flags are spelled. Lab
-//! 13's receiver is built by lab 13's own builder (`http_dispatch::roles::receiver`).
+//! 13's receiver is built by lab 13's own builder (`http_dispatch::roles::Receiver`).
 
 use crate::crash::Point;
-pub use crate::engine::argv::Argv;
-use crate::labs::http_dispatch::roles as dispatch;
+use crate::labs::http_dispatch::receiver::Mode;
+use crate::labs::http_dispatch::roles::Receiver;
+use crate::labs::http_dispatch::schema::{PORT_FILE, RECEIVER_DB};
+pub use crate::role::Argv;
+use crate::role::Role;
 
 pub const ENQUEUE: &str = "redeliver-enqueue";
 pub const CONSUMER: &str = "redeliver-consumer";
 pub const VERIFY: &str = "redeliver-verify";
 /// Lab 13's receiver, run by argv.
-pub const RECEIVER: &str = dispatch::RECEIVER;
+pub const RECEIVER: &str = Receiver::NAME;
 
 /// This lab's own subcommands.
 pub const ALL: &[&str] = &[ENQUEUE, CONSUMER, VERIFY];
 
 /// The queue file and the receiver's files, relative to the work directory.
 pub const QUEUE_DB: &str = "queue.db";
-pub const FILES: dispatch::Files<'static> = dispatch::FILES;
 
 /// The variants: the receiver's mode, and whether the call carries the message id as key.
 pub const VARIANTS: &[&str] = &["keyed", "unkeyed"];
@@ -31,11 +33,12 @@ pub fn enqueue(id: &str, body: &str) -> Argv {
 
 /// Lab 13's receiver in `variant`'s mode, stopping by itself after `lifetime_ms` at most.
 pub fn receiver(variant: &str, lifetime_ms: Option<u64>) -> Argv {
-    let serve = dispatch::Serve {
-        lifetime_ms,
-        ..dispatch::Serve::default()
-    };
-    dispatch::receiver(&FILES, variant, &serve)
+    let mode = <Mode as clap::ValueEnum>::from_str(variant, false);
+    let mut receiver = Receiver::of(mode.expect("each variant is a receiver mode"));
+    if let Some(ms) = lifetime_ms {
+        receiver.lifetime_ms = ms;
+    }
+    receiver.argv()
 }
 
 /// How one consumer runs.
@@ -57,7 +60,7 @@ pub struct Consume {
 pub fn consumer(how: &Consume) -> Argv {
     Argv::new(CONSUMER)
         .flag("--queue", QUEUE_DB)
-        .flag("--port-file", FILES.port_file)
+        .flag("--port-file", PORT_FILE)
         .flag("--consumer", how.consumer)
         .flag("--variant", how.variant)
         .flag("--lease-ms", how.lease_ms)
@@ -70,7 +73,7 @@ pub fn consumer(how: &Consume) -> Argv {
 pub fn verify(json: bool, expect: Option<&str>) -> Argv {
     Argv::new(VERIFY)
         .flag("--queue", QUEUE_DB)
-        .flag("--receiver", FILES.receiver)
+        .flag("--receiver", RECEIVER_DB)
         .switch("--json", json)
         .maybe("--expect", expect)
 }
@@ -102,7 +105,7 @@ mod tests {
             verify(true, None),
         ] {
             let words = std::iter::once("crashlab".to_string()).chain(argv.clone().into_vec());
-            if let Err(e) = crate::cli::parser().try_get_matches_from(words) {
+            if let Err(e) = crate::cli::parser(crate::labs::LABS).try_get_matches_from(words) {
                 panic!("{argv:?}: {e}");
             }
         }

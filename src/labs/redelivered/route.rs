@@ -6,7 +6,7 @@ use super::commands::Roles;
 use super::points::POINTS;
 use super::{consumer, queue, readback, roles};
 use crate::fail;
-use crate::route::role::{arm, expected_stage, readback_out};
+use crate::role::{arm, expected_stage, readback_out};
 
 /// Runs the role the command line named (the engine calls this through `Lab::cli`).
 pub fn run(matches: &clap::ArgMatches) -> Result<i32> {
@@ -48,7 +48,7 @@ pub fn run(matches: &clap::ArgMatches) -> Result<i32> {
             receiver,
             output,
         } => {
-            let stage = expected_stage(output.expect.as_deref(), super::lab::LAB.stages)?;
+            let stage = expected_stage(output.expect.as_deref(), super::lab::ON_SQLITE.stages)?;
             let state = readback::read(&queue, &receiver)?;
             let line = format!(
                 "messages {} acked {} deliveries {} | replies {} replayed {} refused {} | effects {}",

@@ -2,7 +2,7 @@
 //! `during-pause`: consumer B has taken the expired lease and acked, A is still stopped;
 //! `final`: A was continued and finished its call, its ack refused.
 
-use crate::engine::scenario::Stage;
+use crate::role::Stage;
 
 const MESSAGES: &str = "queue.messages";
 const ACKED: &str = "queue.acked";

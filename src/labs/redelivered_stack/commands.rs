@@ -5,8 +5,8 @@ use std::path::PathBuf;
 
 use clap::Subcommand;
 
-use crate::cli::{CrashArgs, ReadbackArgs};
 pub use crate::labs::redelivered::commands::Variant;
+use crate::role::{CrashArgs, ReadbackArgs};
 
 /// The largest wait and call bound accepted (ms).
 pub const MS_MAX: u64 = 600_000;

@@ -17,9 +17,9 @@ use crate::crash;
 use crate::fail;
 use crate::labs::http_dispatch::client::{self, NoReply};
 use crate::labs::http_dispatch::model::{check_key, resolve_port, shown_key};
-use crate::labs::outbox_stack::amqp::Got;
-use crate::labs::outbox_stack::pg::{self, Pg, Session, Val};
 use crate::out;
+use crate::store::amqp::Got;
+use crate::store::pg::{self, Pg, Session, Val};
 
 pub struct Options<'a> {
     pub queue: &'a str,

@@ -20,8 +20,8 @@ use crate::engine::jepsen::{Anomaly, Op, Outcome};
 use crate::events::Event;
 use crate::fail;
 use crate::labs::http_dispatch::schema::RECEIVER;
-use crate::labs::outbox_stack::pg::{self, Session};
 use crate::store;
+use crate::store::pg::{self, Session};
 
 pub struct Exploration;
 
@@ -161,7 +161,7 @@ pub struct Observed {
 
 impl Observed {
     fn read(work: &Path) -> Result<Observed> {
-        let receiver = work.join(roles::FILES.receiver);
+        let receiver = work.join(crate::labs::http_dispatch::schema::RECEIVER_DB);
         let mut o = Observed {
             state: readback::read_in(work, roles::DB, roles::QUEUE, &receiver)?,
             ..Observed::default()
@@ -231,7 +231,7 @@ impl ExplorePlan for Exploration {
     }
 
     fn databases(&self) -> &'static [&'static str] {
-        super::lab::LAB.databases
+        super::lab::ON_SERVERS.databases
     }
 
     fn scenario(&self, design: &'static str, steps: &mut Steps<'_>) -> Result<()> {

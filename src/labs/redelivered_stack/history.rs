@@ -42,11 +42,7 @@ pub fn history(scenario: &str, steps: &[Seen<'_>]) -> Option<History> {
         true => vec![Anomaly::Duplicate],
         false => Vec::new(),
     };
-    Some(History {
-        ops: vec![op],
-        allowed: vec![Anomaly::DuplicateDelivery],
-        expected,
-    })
+    Some(History::redelivery_allowed(vec![op], &expected))
 }
 
 /// The readback on replayed databases: None, since its queue part (the ready messages) is
@@ -98,16 +94,7 @@ fn claims(c: &mut RoleClaims<'_>) {
 mod tests {
     use super::*;
     use crate::engine::observed::judge;
-    use crate::labs::redelivered_stack::lab::LAB;
-
-    fn step<'a>(phase: &'a str, events: &'a [Event]) -> Seen<'a> {
-        Seen {
-            step: phase,
-            phase,
-            events,
-            readback: None,
-        }
-    }
+    use crate::labs::redelivered_stack::lab::ON_SERVERS;
 
     #[test]
     fn a_replay_is_allowed_and_the_unkeyed_double_effect_is_expected_only_there() {
@@ -122,10 +109,10 @@ mod tests {
         ];
         let run = |scenario: &str, receiver: &[Event]| {
             let steps = [
-                step(roles::ENQUEUE, &enqueue),
-                step(roles::RECEIVER, receiver),
+                Seen::of(roles::ENQUEUE, &enqueue),
+                Seen::of(roles::RECEIVER, receiver),
             ];
-            judge(&LAB, scenario, &steps).unwrap()
+            judge(&ON_SERVERS, scenario, &steps).unwrap()
         };
         let f = run("keyed-pause-after-call", &keyed);
         assert!(f.ok, "{f:?}");

@@ -19,7 +19,7 @@ use crate::crash::Point;
 use crate::engine::scenario::{Background, Expect, Ready, Scenario, Step, Stop};
 use crate::engine::stack::StackDef;
 use crate::engine::state::server::ServerStore;
-use crate::engine::Lab;
+use crate::engine::{crash_mode, LabStack};
 use crate::fail::EXIT_OK;
 use crate::labs::http_dispatch::schema::RECEIVER;
 
@@ -36,9 +36,8 @@ pub static SERVERS: ServerStore = ServerStore {
     schemas: &[&CONSUMER],
 };
 
-pub static LAB: Lab = Lab {
-    id: "f3",
-    slug: "redelivered",
+pub static ON_SERVERS: LabStack = LabStack {
+    lab: &crate::labs::redelivered::lab::LAB,
     title: "Channel closed while working: the redelivered message's side effect runs twice unless keyed",
     points: POINTS,
     databases: &["consumer", "messages", "receiver.db"],
@@ -52,11 +51,12 @@ pub static LAB: Lab = Lab {
     schemas: &[&CONSUMER, &RECEIVER],
     readback: super::history::readback,
     replay: super::history::REPLAY,
-    cli: crate::engine::RoleCli {
+    cli: Some(crate::engine::RoleCli {
         augment: super::commands::augment,
         run: super::route::run,
-    },
+    }),
     stack: Some(&STACK),
+    crash_modes: crash_mode::ON_SERVERS,
 };
 
 pub const MESSAGE: (&str, &str) = ("M1", r#"{"amount":25,"to":"R1"}"#);
@@ -138,11 +138,7 @@ fn paused(variant: &'static str, at: Point, when: &str) -> Scenario {
         ),
         verify(&name, "final"),
     ];
-    Scenario {
-        dir: Some(name.clone()),
-        name,
-        steps,
-    }
+    Scenario::named(&name, steps)
 }
 
 /// Both variants, A paused before and after its call.

@@ -21,8 +21,8 @@ use lapin::{Channel, Connection, ConnectionProperties};
 use tokio::runtime::Handle;
 
 use crate::fail;
-use crate::labs::outbox_stack::amqp::{Got, CONNECT_TIMEOUT_MS, OPERATION_TIMEOUT_MS};
 use crate::out;
+use crate::store::amqp::{Got, CONNECT_TIMEOUT_MS, OPERATION_TIMEOUT_MS};
 
 /// How often a waiting consumer asks the broker again (`basic.get`).
 pub const POLL_MS: u64 = 50;

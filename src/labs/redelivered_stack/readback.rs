@@ -11,9 +11,9 @@ use serde::Serialize;
 use super::schema::CONSUMER;
 use crate::labs::http_dispatch::readback::{receiver_state, ReceiverState};
 use crate::labs::http_dispatch::schema::RECEIVER;
-use crate::labs::outbox_stack::amqp::Broker;
-use crate::labs::outbox_stack::pg::{self, Pg, Session};
 use crate::store;
+use crate::store::amqp::Broker;
+use crate::store::pg::{self, Pg, Session};
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct ConsumerState {
@@ -100,10 +100,7 @@ pub fn read_in(dir: &Path, db: &str, queue: &str, receiver: &Path) -> Result<Sta
     broker.close()?;
     let trace = store::trace_on() && dir == Path::new(".");
     match store::open_existing(receiver, &RECEIVER, trace)? {
-        Some(db) => {
-            state.receiver = receiver_state(&db.conn)
-                .map_err(|e| store::explain(e, "receiver", &receiver.display().to_string()))?
-        }
+        Some(db) => state.receiver = receiver_state(&db.conn, &receiver.display().to_string())?,
         None => state.absent.push("receiver"),
     }
     // Postconditions: every reply and every redelivery is of a delivery taken.

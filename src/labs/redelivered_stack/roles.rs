@@ -3,19 +3,21 @@
 //! Lab 13's receiver is built by lab 13's own builder, its files in the work directory.
 
 use crate::crash::Point;
-pub use crate::engine::argv::Argv;
-use crate::labs::http_dispatch::roles as dispatch;
+use crate::labs::http_dispatch::receiver::Mode;
+use crate::labs::http_dispatch::roles::Receiver;
+use crate::labs::http_dispatch::schema::{PORT_FILE, RECEIVER_DB};
+pub use crate::role::Argv;
+use crate::role::Role;
 
 pub const ENQUEUE: &str = "stack-redeliver-enqueue";
 pub const CONSUMER: &str = "stack-redeliver-consumer";
 pub const VERIFY: &str = "stack-redeliver-verify";
 /// Lab 13's receiver, run by argv.
-pub const RECEIVER: &str = dispatch::RECEIVER;
+pub const RECEIVER: &str = Receiver::NAME;
 
 /// The logical stores (`StackDef`'s names) and the receiver's files.
 pub const QUEUE: &str = "messages";
 pub const DB: &str = "consumer";
-pub const FILES: dispatch::Files<'static> = dispatch::FILES;
 
 /// The variants: the receiver's mode, and whether the call carries the message id as key.
 pub const VARIANTS: &[&str] = &["keyed", "unkeyed"];
@@ -30,11 +32,12 @@ pub fn enqueue(id: &str, body: &str) -> Argv {
 
 /// Lab 13's receiver in `variant`'s mode, stopping by itself after `lifetime_ms` at most.
 pub fn receiver(variant: &str, lifetime_ms: Option<u64>) -> Argv {
-    let serve = dispatch::Serve {
-        lifetime_ms,
-        ..dispatch::Serve::default()
-    };
-    dispatch::receiver(&FILES, variant, &serve)
+    let mode = <Mode as clap::ValueEnum>::from_str(variant, false);
+    let mut receiver = Receiver::of(mode.expect("each variant is a receiver mode"));
+    if let Some(ms) = lifetime_ms {
+        receiver.lifetime_ms = ms;
+    }
+    receiver.argv()
 }
 
 /// How one consumer runs.
@@ -57,7 +60,7 @@ pub fn consumer(how: &Consume) -> Argv {
     Argv::new(CONSUMER)
         .flag("--queue", QUEUE)
         .flag("--db", DB)
-        .flag("--port-file", FILES.port_file)
+        .flag("--port-file", PORT_FILE)
         .flag("--consumer", how.consumer)
         .flag("--variant", how.variant)
         .flag("--heartbeat-s", how.heartbeat_s)
@@ -71,7 +74,7 @@ pub fn verify(json: bool, expect: Option<&str>) -> Argv {
     Argv::new(VERIFY)
         .flag("--db", DB)
         .flag("--queue", QUEUE)
-        .flag("--receiver", FILES.receiver)
+        .flag("--receiver", RECEIVER_DB)
         .switch("--json", json)
         .maybe("--expect", expect)
 }
@@ -103,7 +106,7 @@ mod tests {
             verify(true, None),
         ] {
             let words = std::iter::once("crashlab".to_string()).chain(argv.clone().into_vec());
-            if let Err(e) = crate::cli::parser().try_get_matches_from(words) {
+            if let Err(e) = crate::cli::parser(crate::labs::LABS).try_get_matches_from(words) {
                 panic!("{argv:?}: {e}");
             }
         }

@@ -8,9 +8,9 @@ use super::points::POINTS;
 use super::{consumer, readback, roles};
 use crate::fail;
 use crate::labs::http_dispatch::model::{check_key, shown_key};
-use crate::labs::outbox_stack::amqp::Broker;
 use crate::out;
-use crate::route::role::{arm, expected_stage, readback_out};
+use crate::role::{arm, expected_stage, readback_out};
+use crate::store::amqp::Broker;
 
 /// Runs the role the command line named (the engine calls this through `Lab::cli`).
 pub fn run(matches: &clap::ArgMatches) -> Result<i32> {
@@ -63,7 +63,7 @@ pub fn run(matches: &clap::ArgMatches) -> Result<i32> {
             receiver,
             output,
         } => {
-            let stage = expected_stage(output.expect.as_deref(), super::lab::LAB.stages)?;
+            let stage = expected_stage(output.expect.as_deref(), super::lab::ON_SERVERS.stages)?;
             let state = readback::read(&db, &queue, &receiver)?;
             readback_out(output.json, &state, &readback::line(&state), stage)
         }

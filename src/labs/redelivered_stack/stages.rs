@@ -3,7 +3,7 @@
 //! message to B, which called and acked; A is still stopped. `final`: A was continued, made or
 //! had made its call, and its ack did nothing (`lost 1`).
 
-use crate::engine::scenario::Stage;
+use crate::role::Stage;
 
 const DELIVERIES: &str = "consumer.deliveries";
 const REDELIVERED: &str = "consumer.redelivered";

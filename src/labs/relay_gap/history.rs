@@ -8,11 +8,13 @@
 use crate::engine::jepsen::{Anomaly, Op, Outcome};
 use crate::engine::observed::{named, History, Seen};
 use crate::events::Event;
+use crate::labs::relay_gap::roles::{Relay, Write};
+use crate::role::Role;
 
 pub fn history(scenario: &str, steps: &[Seen<'_>]) -> Option<History> {
     let mut first: Vec<Op> = Vec::new();
     let mut late: Vec<Op> = Vec::new();
-    for seen in steps.iter().filter(|s| s.phase == super::roles::WRITE) {
+    for seen in steps.iter().filter(|s| s.phase == Write::NAME) {
         let paused = seen
             .events
             .iter()
@@ -36,7 +38,7 @@ pub fn history(scenario: &str, steps: &[Seen<'_>]) -> Option<History> {
     }
     let mut ops = first;
     ops.extend(late);
-    for seen in steps.iter().filter(|s| s.phase == super::roles::RELAY) {
+    for seen in steps.iter().filter(|s| s.phase == Relay::NAME) {
         for event in seen.events {
             let (item, effect) = match event {
                 Event::Applied { item } => (item, true),
@@ -49,36 +51,21 @@ pub fn history(scenario: &str, steps: &[Seen<'_>]) -> Option<History> {
             }
         }
     }
-    Some(History {
-        ops,
-        allowed: vec![Anomaly::DuplicateDelivery],
-        expected: match super::lab::expects_unseen(scenario) {
-            true => vec![Anomaly::Unseen],
-            false => Vec::new(),
-        },
-    })
+    let expected: &[Anomaly] = match super::lab::expects_unseen(scenario) {
+        true => &[Anomaly::Unseen],
+        false => &[],
+    };
+    Some(History::redelivery_allowed(ops, expected))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::engine::observed::judge;
-    use crate::labs::relay_gap::lab::LAB;
-
-    fn step<'a>(phase: &'a str, events: &'a [Event]) -> Seen<'a> {
-        Seen {
-            step: phase,
-            phase,
-            events,
-            readback: None,
-        }
-    }
+    use crate::labs::relay_gap::lab::ON_SERVERS;
 
     fn commit(id: &str, by: &str) -> Event {
-        Event::Commit {
-            db: "outbox".into(),
-            what: format!("write of message {id} by {by}"),
-        }
+        Event::commit("outbox", &format!("write of message {id} by {by}"))
     }
 
     #[test]
@@ -95,12 +82,12 @@ mod tests {
         let then_7 = [Event::Applied { item: "7".into() }];
         let run = |scenario: &str, second: &[Event]| {
             let steps = [
-                step("gap-write", &a),
-                step("gap-write", &b),
-                step("gap-relay", &only_8),
-                step("gap-relay", second),
+                Seen::of(Write::NAME, &a),
+                Seen::of(Write::NAME, &b),
+                Seen::of(Relay::NAME, &only_8),
+                Seen::of(Relay::NAME, second),
             ];
-            judge(&LAB, scenario, &steps).unwrap()
+            judge(&ON_SERVERS, scenario, &steps).unwrap()
         };
         let f = run("last-id", &[]);
         assert!(f.ok, "{f:?}");

@@ -12,11 +12,13 @@
 use crate::engine::scenario::{Background, Expect, Ready, Scenario, Step, Stop};
 use crate::engine::stack::StackDef;
 use crate::engine::state::server::ServerStore;
-use crate::engine::Lab;
+use crate::engine::{crash_mode, Lab, LabStack};
 use crate::fail::EXIT_OK;
 use crate::labs::relay_gap::points::{self, POINTS};
-use crate::labs::relay_gap::roles;
+use crate::labs::relay_gap::relay::{Variant, VARIANTS};
+use crate::labs::relay_gap::roles::{Init, Relay, Verify, Write, OUTBOX_DB, RECEIVER_DB};
 pub use crate::labs::relay_gap::stages::{stage, STAGES};
+use crate::role::{entry, Role};
 
 static STORE: ServerStore = ServerStore {
     schemas: &[&super::schema::OUTBOX, &super::schema::RECEIVER],
@@ -25,7 +27,7 @@ static STORE: ServerStore = ServerStore {
 /// PostgreSQL alone, with its defaults: the gap needs nothing but two concurrent writers.
 pub static STACK: StackDef = StackDef {
     name: "postgres",
-    databases: &[roles::OUTBOX_DB, roles::RECEIVER_DB],
+    databases: &[OUTBOX_DB, RECEIVER_DB],
     queues: &[],
     pg_settings: &[],
 };
@@ -34,23 +36,33 @@ pub static LAB: Lab = Lab {
     id: "f1",
     slug: "relay-gap",
     title: "Relay by last id seen: a row that commits after a higher id is skipped for ever",
+    roles: &[
+        entry::<Init>(),
+        entry::<Write>(),
+        entry::<Relay>(),
+        entry::<Verify>(),
+    ],
+    stacks: &[&ON_SERVERS],
+};
+
+pub static ON_SERVERS: LabStack = LabStack {
+    lab: &LAB,
+    title: "Relay by last id seen: a row that commits after a higher id is skipped for ever",
     points: POINTS,
-    databases: &[roles::OUTBOX_DB, roles::RECEIVER_DB],
+    databases: &[OUTBOX_DB, RECEIVER_DB],
     scenarios,
     stages: STAGES,
     store: &STORE,
-    roles: roles::ALL,
+    roles: &[Init::NAME, Write::NAME, Relay::NAME, Verify::NAME],
     load: None,
     explore: Some(&super::explore::PLAN),
     history: super::history::history,
     schemas: &[&super::schema::OUTBOX, &super::schema::RECEIVER],
-    readback: super::readback::replayed,
+    readback: |phase, dbs| (phase == Verify::NAME).then(|| super::readback::replayed(dbs)),
     replay: super::replay::REPLAY,
-    cli: crate::engine::RoleCli {
-        augment: super::commands::augment,
-        run: super::route::run,
-    },
+    cli: None,
     stack: Some(&STACK),
+    crash_modes: crash_mode::ON_SERVERS,
 };
 
 /// The two writers' bodies.
@@ -61,7 +73,7 @@ fn verify(scenario: &str, step: &str) -> Step {
     let stage = stage(&format!("{scenario}.{step}")).expect("every readback step has a stage");
     Step::of(
         step,
-        &roles::verify(true, Some(stage.name)),
+        &Verify::of(Some(stage.name)).argv(),
         EXIT_OK,
         Expect::Readback(stage),
     )
@@ -78,13 +90,13 @@ fn polls(variant: &str) -> (&'static str, &'static str) {
 
 /// One design under the forced schedule.
 fn late_commit(variant: &'static str) -> Scenario {
-    let name = variant.to_string();
     let (first, second) = polls(variant);
+    let relay = Relay::of(Variant::named(variant)).argv();
     let steps = vec![
-        Step::of("init", &roles::init(), EXIT_OK, Expect::Exit),
+        Step::of("init", &Init::of().argv(), EXIT_OK, Expect::Exit),
         Step::of(
             "writer-a",
-            &roles::write("A", BODY_A, Some(points::WRITE_AFTER_INSERT)),
+            &Write::of("A", BODY_A, Some(points::WRITE_AFTER_INSERT)).argv(),
             EXIT_OK,
             Expect::Output("COMMITTED outbox write of message 7 by A"),
         )
@@ -95,36 +107,22 @@ fn late_commit(variant: &'static str) -> Scenario {
         }),
         Step::of(
             "writer-b",
-            &roles::write("B", BODY_B, None),
+            &Write::of("B", BODY_B, None).argv(),
             EXIT_OK,
             Expect::Output("COMMITTED outbox write of message 8 by B"),
         ),
-        Step::of(
-            "relay-1",
-            &roles::relay(variant),
-            EXIT_OK,
-            Expect::Output(first),
-        ),
-        verify(&name, "during-pause"),
+        Step::of("relay-1", &relay, EXIT_OK, Expect::Output(first)),
+        verify(variant, "during-pause"),
         // A was continued after `during-pause` and has committed 7.
-        Step::of(
-            "relay-2",
-            &roles::relay(variant),
-            EXIT_OK,
-            Expect::Output(second),
-        ),
-        verify(&name, "final"),
+        Step::of("relay-2", &relay, EXIT_OK, Expect::Output(second)),
+        verify(variant, "final"),
     ];
-    Scenario {
-        dir: Some(name.clone()),
-        name,
-        steps,
-    }
+    Scenario::named(variant, steps)
 }
 
 /// Every design under the same schedule.
 pub fn scenarios() -> Vec<Scenario> {
-    roles::VARIANTS.iter().map(|v| late_commit(v)).collect()
+    VARIANTS.iter().map(|v| late_commit(v)).collect()
 }
 
 /// The scenario that shows the loss on purpose.

@@ -7,10 +7,10 @@
 //!
 //! The system under test: two writers (`write.rs`), a relay that polls once per run in one
 //! of three designs (`relay.rs`), a readback (`readback.rs`), all on PostgreSQL through the
-//! work directory's `stack.json` (`pg.rs`). It knows nothing of the harness beyond
-//! `crash::point` (where the pause nemesis also stops a writer inside its transaction).
+//! work directory's `stack.json` (the shared `store::pg`, and `pg.rs` for what it lacks). It
+//! knows nothing of the harness beyond `crash::point` (where the pause nemesis also stops a
+//! writer inside its transaction).
 
-pub mod commands;
 pub mod explore;
 pub mod history;
 pub mod lab;
@@ -20,7 +20,6 @@ pub mod readback;
 pub mod relay;
 pub mod replay;
 pub mod roles;
-pub mod route;
 pub mod schema;
 pub mod stages;
 pub mod write;

@@ -3,11 +3,14 @@
 //! (`missing`: the loss the `last-id` design shows). The same portable queries run on
 //! PostgreSQL (the role) and on SQLite (the audit's replay), through `Source`.
 
+use std::path::Path;
+
 use anyhow::Result;
 use serde::Serialize;
 
-use super::pg::Pg;
+use super::pg;
 use super::schema::{OUTBOX, RECEIVER, RELAY};
+use crate::store::pg::{Pg, Session};
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct OutboxState {
@@ -51,8 +54,9 @@ pub trait Source {
 
 impl Source for Pg {
     fn ints(&mut self, sql: &str) -> Result<Vec<i64>, String> {
-        let rows = self.query(sql).map_err(|e| format!("{e:#}"))?;
-        Ok(rows.iter().map(|r| r.get::<_, i64>(0)).collect())
+        let rows = pg::run(self, sql, &[]).map_err(|e| format!("{e:#}"))?.rows;
+        let ints = rows.iter().map(|r| pg::int(r, 0)).collect::<Result<_>>();
+        ints.map_err(|e| format!("{e:#}"))
     }
 }
 
@@ -106,17 +110,25 @@ pub fn state_of(outbox: &mut dyn Source, receiver: &mut dyn Source) -> Result<St
     Ok(s)
 }
 
-/// `gap-verify`: the state on PostgreSQL, its queries traced.
-pub fn read(outbox: &str, receiver: &str) -> Result<State> {
-    let mut ob = Pg::connect(OUTBOX.db, outbox, "gap-verify")?;
-    let mut rx = Pg::connect(RECEIVER.db, receiver, "gap-verify")?;
-    state_of(&mut ob, &mut rx).map_err(|e| crate::fail::failed(format!("readback: {e}")))
+/// The state on PostgreSQL, through `stack.json` in `dir`: traced from a role (`dir` is `.`),
+/// untraced from explore (a case's directory). Also the rows the design `variant`'s own next
+/// poll would take, when asked.
+pub fn read_in(dir: &Path, dbs: (&str, &str), variant: Option<&str>) -> Result<(State, i64)> {
+    let mut ob = pg::open_in(dir, dbs.0, &OUTBOX, Session::ReadOnly, false)?;
+    let mut rx = pg::open_in(dir, dbs.1, &RECEIVER, Session::ReadOnly, false)?;
+    let failed = |e: String| crate::fail::failed(format!("readback: {e}"));
+    let state = state_of(&mut ob, &mut rx).map_err(failed)?;
+    let owed = match variant {
+        Some(v) => owed(&mut ob, v, &state).map_err(failed)?,
+        None => 0,
+    };
+    Ok((state, owed))
 }
 
 /// Rows a design's own next poll would still take (its view of what is owed): above the
 /// mark, still pending, or at or above the horizon. `last-id`'s skipped row is below its
 /// mark: nothing owed in its view, and missing all the same.
-pub fn owed(source: &mut dyn Source, variant: &str, s: &State) -> Result<i64, String> {
+fn owed(source: &mut dyn Source, variant: &str, s: &State) -> Result<i64, String> {
     let sql = match variant {
         "last-id" => format!(
             "SELECT count(*) FROM outbox WHERE id > {}",
@@ -131,22 +143,13 @@ pub fn owed(source: &mut dyn Source, variant: &str, s: &State) -> Result<i64, St
     one(source, &sql)
 }
 
-/// The readback of `gap-verify` on the replayed databases (engine::Lab::readback).
-pub fn replayed(
-    phase: &str,
-    dbs: &crate::engine::Databases<'_>,
-) -> Option<Result<serde_json::Value, String>> {
-    if phase != super::roles::VERIFY {
-        return None;
-    }
+/// The readback of `gap-verify` on the replayed databases (`LabStack::readback`).
+pub fn replayed(dbs: &crate::engine::Databases<'_>) -> Result<serde_json::Value, String> {
     let (Some(ob), Some(rx)) = (dbs.get("outbox"), dbs.get("receiver")) else {
-        return Some(Err("the replay has no outbox or receiver database".into()));
+        return Err("the replay has no outbox or receiver database".into());
     };
-    let mut ob = SharedConn(ob);
-    let mut rx = SharedConn(rx);
-    Some(
-        state_of(&mut ob, &mut rx).map(|s| serde_json::to_value(s).expect("a readback serializes")),
-    )
+    let s = state_of(&mut SharedConn(ob), &mut SharedConn(rx))?;
+    Ok(serde_json::to_value(s).expect("a readback serializes"))
 }
 
 /// A borrowed SQLite connection as a `Source` (queries need only `&Connection`).

@@ -15,14 +15,39 @@
 
 use anyhow::Result;
 
-use super::commands::Variant;
-use super::pg::{self, Pg};
+use serde::Serialize;
+
+use super::pg;
 use super::points;
 use super::schema::{OUTBOX, RECEIVER, RELAY};
 use crate::crash;
 use crate::events::{self, Event};
 use crate::fail;
 use crate::out;
+use crate::store::pg::{Pg, Session, Val};
+
+/// How the relay decides which Outbox rows it has not published yet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Variant {
+    /// Rows with an id above the highest it published (loses a row that commits late)
+    LastId,
+    /// Rows still marked pending; each published row is marked published
+    PendingStatus,
+    /// Rows whose writer's transaction lies below the oldest running one (pg_snapshot_xmin)
+    XidHorizon,
+}
+
+/// The relay's designs by name, the correct ones first.
+pub const VARIANTS: &[&str] = &["pending-status", "xid-horizon", "last-id"];
+
+impl Variant {
+    /// The design of that name (one of `VARIANTS`).
+    pub fn named(name: &str) -> Variant {
+        <Variant as clap::ValueEnum>::from_str(name, false)
+            .unwrap_or_else(|_| unreachable!("lab f1 has no design {name}"))
+    }
+}
 
 /// The most rows one poll reads.
 pub const BATCH_MAX: usize = 1_000;
@@ -92,77 +117,86 @@ pub fn bound(variant: Variant, mut rows: Vec<Row>, horizon: i64) -> Result<(Vec<
 
 /// `gap-relay`: one poll.
 pub fn run(outbox: &str, receiver: &str, variant: Variant) -> Result<Poll> {
-    let mut ob = Pg::connect(OUTBOX.db, outbox, "gap-relay")?;
-    let mut rx = Pg::connect(RECEIVER.db, receiver, "gap-relay")?;
-    ob.batch("BEGIN")?;
+    let mut ob = pg::open(outbox, &OUTBOX, Session::Durable)?;
+    let mut rx = pg::open(receiver, &RECEIVER, Session::Durable)?;
+    pg::run(&mut ob, "BEGIN", &[])?;
     // First, before this transaction writes (and takes a transaction id of its own).
     let horizon = match variant {
-        Variant::XidHorizon => ob.value(
+        Variant::XidHorizon => pg::value(
+            &mut ob,
             "HORIZON",
             "",
             "SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint",
         )?,
         _ => 0,
     };
-    let relay = pg::quote(RELAY);
-    ob.exec(&format!(
-        "INSERT INTO relay_state(relay, last_id, horizon, polls) VALUES ({relay}, 0, 0, 0) ON CONFLICT (relay) DO NOTHING"
-    ))?;
-    let at = ob.query(&format!(
-        "SELECT last_id, horizon, polls FROM relay_state WHERE relay = {relay}"
-    ))?;
-    let at = match at.first() {
+    let relay = [Val::Text(RELAY)];
+    pg::run(
+        &mut ob,
+        "INSERT INTO relay_state(relay, last_id, horizon, polls) VALUES ($1, 0, 0, 0) ON CONFLICT (relay) DO NOTHING",
+        &relay,
+    )?;
+    let at = pg::run(
+        &mut ob,
+        "SELECT last_id, horizon, polls FROM relay_state WHERE relay = $1",
+        &relay,
+    )?;
+    let at = match at.rows.first() {
         Some(r) => Position {
-            last_id: r.get(0),
-            horizon: r.get(1),
-            polls: r.get(2),
+            last_id: pg::int(r, 0)?,
+            horizon: pg::int(r, 1)?,
+            polls: pg::int(r, 2)?,
         },
         None => unreachable!("the row was just made sure of"),
     };
-    let rows: Vec<Row> = ob
-        .query(&select(variant, at, horizon))?
-        .iter()
-        .map(|r| Row {
-            id: r.get(0),
-            body: r.get(1),
-            xid: r.get(2),
-        })
-        .collect();
+    let mut rows: Vec<Row> = Vec::new();
+    for r in pg::run(&mut ob, &select(variant, at, horizon), &[])?.rows {
+        rows.push(Row {
+            id: pg::int(&r, 0)?,
+            body: r.get(1).cloned().flatten().unwrap_or_default(),
+            xid: pg::int(&r, 2)?,
+        });
+    }
     let (rows, horizon) = bound(variant, rows, horizon)?;
     let read: Vec<i64> = rows.iter().map(|r| r.id).collect();
     out::line(&format!("READ {} {}", read.len(), ids(&read)));
     let poll = at.polls + 1;
     let (published, already) = publish(&mut rx, &rows, poll)?;
     crash::point(points::RELAY_AFTER_PUBLISH);
-    let advanced = match variant {
+    let (sql, advanced) = match variant {
         Variant::LastId => {
             let last = read.iter().copied().max().unwrap_or(at.last_id);
-            ob.exec(&format!(
-                "UPDATE relay_state SET last_id = {last}, polls = {poll} WHERE relay = {relay}"
-            ))?;
-            format!("last-id {last}")
+            (
+                format!("UPDATE relay_state SET last_id = {last}, polls = $2 WHERE relay = $1"),
+                format!("last-id {last}"),
+            )
         }
         Variant::PendingStatus => {
             if !read.is_empty() {
-                let list: Vec<String> = read.iter().map(i64::to_string).collect();
-                ob.exec(&format!(
-                    "UPDATE outbox SET status = 'published' WHERE id IN ({})",
-                    list.join(", ")
-                ))?;
+                pg::run(
+                    &mut ob,
+                    &format!(
+                        "UPDATE outbox SET status = 'published' WHERE id IN ({})",
+                        read.iter()
+                            .map(i64::to_string)
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                    &[],
+                )?;
             }
-            ob.exec(&format!(
-                "UPDATE relay_state SET polls = {poll} WHERE relay = {relay}"
-            ))?;
-            format!("marked {}", read.len())
+            (
+                "UPDATE relay_state SET polls = $2 WHERE relay = $1".to_string(),
+                format!("marked {}", read.len()),
+            )
         }
-        Variant::XidHorizon => {
-            ob.exec(&format!(
-                "UPDATE relay_state SET horizon = {horizon}, polls = {poll} WHERE relay = {relay}"
-            ))?;
-            format!("horizon {horizon}")
-        }
+        Variant::XidHorizon => (
+            format!("UPDATE relay_state SET horizon = {horizon}, polls = $2 WHERE relay = $1"),
+            format!("horizon {horizon}"),
+        ),
     };
-    ob.batch("COMMIT")?;
+    pg::run(&mut ob, &sql, &[Val::Text(RELAY), Val::Int(poll)])?;
+    pg::run(&mut ob, "COMMIT", &[])?;
     out::committed(OUTBOX.db, &format!("advance of poll {poll}: {advanced}"));
     crash::point(points::RELAY_AFTER_ADVANCE);
     Ok(Poll {
@@ -178,19 +212,19 @@ fn publish(rx: &mut Pg, rows: &[Row], poll: i64) -> Result<(Vec<i64>, Vec<i64>)>
     if rows.is_empty() {
         return Ok((published, already));
     }
-    rx.batch("BEGIN")?;
+    pg::run(rx, "BEGIN", &[])?;
     for row in rows {
-        let n = rx.exec(&format!(
-            "INSERT INTO published(id, body, poll) VALUES ({}, {}, {poll}) ON CONFLICT (id) DO NOTHING",
-            row.id,
-            pg::quote(&row.body)
-        ))?;
-        match n {
+        let n = pg::run(
+            rx,
+            "INSERT INTO published(id, body, poll) VALUES ($1, $2, $3) ON CONFLICT (id) DO NOTHING",
+            &[Val::Int(row.id), Val::Text(&row.body), Val::Int(poll)],
+        )?;
+        match n.changed {
             1 => published.push(row.id),
             _ => already.push(row.id),
         }
     }
-    rx.batch("COMMIT")?;
+    pg::run(rx, "COMMIT", &[])?;
     out::committed(
         RECEIVER.db,
         &format!("publish of poll {poll}: messages {}", ids(&published)),

@@ -6,6 +6,8 @@
 use rusqlite::types::Value;
 
 use crate::engine::replay::claims_api::{other_lines, statements, LabReplay, Proc, RoleClaims};
+use crate::labs::relay_gap::roles::Relay;
+use crate::role::Role;
 
 pub const REPLAY: LabReplay = LabReplay {
     threaded: &[],
@@ -29,7 +31,7 @@ const POLL: &str = "SELECT id, body, xid FROM outbox";
 const PUBLISH: &str = "INSERT INTO published(";
 
 pub fn claims(c: &mut RoleClaims<'_>) {
-    if c.proc.step.phase == super::roles::RELAY {
+    if c.proc.step.phase == Relay::NAME {
         relay(c);
     }
 }

@@ -2,7 +2,7 @@
 //! `during-pause`: writer A holds id 7 in its open transaction, B committed 8, the relay
 //! polled once; `final`: A was continued and committed 7, the relay polled again.
 
-use crate::engine::scenario::Stage;
+use crate::role::Stage;
 
 const ROWS: &str = "outbox.rows";
 const PUBLISHED: &str = "receiver.published";

@@ -4,25 +4,32 @@
 //! Every path is checked before anything changes (relative, inside the work directory, no
 //! symlink on the way): a log that names anything else is refused whole, one line, exit 2.
 
+pub mod derive;
+pub mod image;
 mod plan;
 mod ranges;
+pub mod record;
 #[cfg(test)]
 mod tests;
+mod write;
 
 use std::fs::{File, OpenOptions};
-use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use serde::Serialize;
 
-pub use plan::{Action, FilePlan, Restore, Source, Start, Survival, SECTOR_BYTES};
+use write::{mark, restore};
+pub use write::{shm_names, FileCut};
+
+pub use plan::{
+    analyze, first_live, plan, Action, FilePlan, Restore, Source, Start, Survival, SECTOR_BYTES,
+};
 
 use crate::fail;
-use crate::power::undo::{self, Log, Op, Span};
+use crate::power::undo;
 use crate::power::LOG_NAME;
 use crate::rng::SplitMix64;
-use ranges::Ranges;
 
 /// How unsynced writes fare in the cut.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize)]
@@ -34,8 +41,11 @@ pub enum Style {
     Torn,
     /// Unsynced writes survive in issue order up to a seeded cut.
     Prefix,
+    /// Every state a cut may leave, each recovered and judged (explore only; --max-states)
+    Exhaustive,
 }
 
+/// The styles of one seeded cut each: explore's default set under power loss.
 pub const STYLES: &[Style] = &[Style::Drop, Style::Torn, Style::Prefix];
 
 impl Style {
@@ -44,6 +54,7 @@ impl Style {
             Style::Drop => "drop",
             Style::Torn => "torn",
             Style::Prefix => "prefix",
+            Style::Exhaustive => "exhaustive",
         }
     }
 
@@ -52,10 +63,11 @@ impl Style {
         STYLES
             .iter()
             .copied()
+            .chain([Style::Exhaustive])
             .find(|s| s.name() == name)
             .ok_or_else(|| {
                 fail::usage(format!(
-                    "unknown cut style '{name}'; known: drop, torn, prefix"
+                    "unknown cut style '{name}'; known: drop, torn, prefix, exhaustive"
                 ))
             })
     }
@@ -71,27 +83,17 @@ pub struct Summary {
     /// Records considered (after the previous cut), the unsynced acts among them, and the
     /// bytes of a torn last record.
     pub records: usize,
+    /// The index in the run's undo log of the first record considered (`prefix_at` and the
+    /// torn cut's coins count from the log's start).
+    pub first_record: usize,
     pub unsynced: usize,
     pub torn_tail_bytes: u64,
     pub files: Vec<FileCut>,
     /// `-shm` files removed: shared memory does not survive a power cut.
     pub shm_removed: Vec<String>,
-}
-
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
-pub struct FileCut {
-    pub path: String,
-    /// `rolled-back` (unsynced writes undone), `restored` (an unlink undone), `removed`
-    /// (a create undone), `missing` (nothing on disk to roll back).
-    pub action: &'static str,
-    /// Creates and unlinks undone, oldest first.
-    pub undone: Vec<&'static str>,
-    /// Writes and truncates with at least one byte undone.
-    pub dropped_writes: usize,
-    /// Byte ranges put back to their synced content, merged, `[start, end)`.
-    pub dropped_ranges: Vec<(u64, u64)>,
-    pub size_before: Option<u64>,
-    pub size_after: Option<u64>,
+    /// The undo log's records the cut read, without their old bytes: what the audit
+    /// derives the cut from (`record`).
+    pub log: record::Record,
 }
 
 /// Apply a cut of `style` seeded by `seed` to `work_dir` from the undo log at `log_path`.
@@ -105,17 +107,7 @@ pub fn apply(work_dir: &Path, log_path: &Path, style: Style, seed: u64) -> Resul
     let log = undo::read(log_path)?;
     let from = plan::first_live(&log);
     let unsynced = plan::analyze(&log).unsynced(&log);
-    let survival = match style {
-        Style::Drop => Survival::Drop,
-        Style::Torn => Survival::Torn { seed },
-        Style::Prefix => {
-            // How many unsynced acts survive, 0 to all of them, uniform.
-            let kept = SplitMix64::new(seed).range(0, unsynced.len() as u64) as usize;
-            Survival::Prefix {
-                at: unsynced.get(kept).copied().unwrap_or(log.records.len()),
-            }
-        }
-    };
+    let survival = seeded(style, seed, &unsynced, log.records.len())?;
     let plans = plan::plan(&log, survival);
     // Every target is checked before the first change: a refused log changes nothing.
     let mut targets = Vec::with_capacity(plans.len());
@@ -136,19 +128,7 @@ pub fn apply(work_dir: &Path, log_path: &Path, style: Style, seed: u64) -> Resul
         files.push(cut_file(p, path, &source, &root, &log.paths)?);
     }
     let mut shm_removed = Vec::new();
-    let mut named: Vec<u32> = log.records[from..]
-        .iter()
-        .filter(|r| r.op != Op::DirSync)
-        .map(|r| r.path)
-        .collect();
-    named.sort_unstable();
-    named.dedup();
-    for name in named.iter().map(|&i| &log.paths[i as usize]) {
-        let stem = name.strip_suffix("-wal").unwrap_or(name);
-        let shm = format!("{stem}-shm");
-        if shm == *name || shm_removed.contains(&shm) {
-            continue;
-        }
+    for shm in shm_names(&log) {
         let path = target(&root, &shm, log_path)?;
         match std::fs::remove_file(&path) {
             Ok(()) => shm_removed.push(shm),
@@ -171,10 +151,38 @@ pub fn apply(work_dir: &Path, log_path: &Path, style: Style, seed: u64) -> Resul
             _ => None,
         },
         records: log.records.len() - from,
+        first_record: from,
         unsynced: unsynced.len(),
         torn_tail_bytes: log.torn_bytes,
         files,
         shm_removed,
+        log: record::of(&log),
+    })
+}
+
+/// The survival of a seeded cut of `style` over a log of `records` records whose unsynced
+/// acts are `unsynced` (record indices, in issue order). Exhaustive is no single cut.
+pub fn seeded(
+    style: Style,
+    seed: u64,
+    unsynced: &[usize],
+    records: usize,
+) -> Result<Survival<'static>> {
+    Ok(match style {
+        Style::Drop => Survival::Drop,
+        Style::Torn => Survival::Torn { seed },
+        Style::Prefix => {
+            // How many unsynced acts survive, 0 to all of them, uniform.
+            let kept = SplitMix64::new(seed).range(0, unsynced.len() as u64) as usize;
+            Survival::Prefix {
+                at: unsynced.get(kept).copied().unwrap_or(records),
+            }
+        }
+        Style::Exhaustive => {
+            return Err(fail::usage(
+                "--cut exhaustive enumerates every state of a crash point: explore runs them (crashlab explore LAB --crash-mode power-loss --cut exhaustive)",
+            ))
+        }
     })
 }
 
@@ -218,15 +226,7 @@ fn cut_file(
 ) -> Result<FileCut> {
     let shown = path.display();
     let size_before = std::fs::metadata(path).ok().map(|m| m.len());
-    let mut done = FileCut {
-        path: p.path.clone(),
-        action: "rolled-back",
-        undone: p.undone.clone(),
-        dropped_writes: 0,
-        dropped_ranges: Vec::new(),
-        size_before,
-        size_after: None,
-    };
+    let mut done = FileCut::begun(p, size_before);
     let Action::Keep {
         start,
         restores,
@@ -258,65 +258,9 @@ fn cut_file(
         }
     }
     .with_context(|| format!("opening {shown} for the cut"))?;
-    let mut ranges = Ranges::default();
-    for r in restores {
-        let len = match r.source {
-            Source::Log(span) => {
-                copy(log, span, &file, r.offset).with_context(|| format!("writing {shown}"))?;
-                span.len
-            }
-            Source::Zeros(len) => {
-                zeros(&file, r.offset, len).with_context(|| format!("writing {shown}"))?;
-                len
-            }
-        };
-        ranges.add(r.offset, r.offset + len);
-    }
-    if let Some(size) = size {
-        file.set_len(*size)
-            .with_context(|| format!("setting the size of {shown}"))?;
-    }
-    done.dropped_ranges = ranges.spans().to_vec();
+    let mut file = file;
+    done.dropped_ranges =
+        restore(restores, *size, log, &mut file).with_context(|| format!("writing {shown}"))?;
     done.size_after = Some(file.metadata()?.len());
     Ok(done)
-}
-
-/// The buffer the cut copies through.
-const COPY_BYTES: u64 = 64 << 10;
-
-fn copy(log: &File, span: Span, to: &File, offset: u64) -> std::io::Result<()> {
-    let mut buf = vec![0u8; COPY_BYTES as usize];
-    let mut done = 0;
-    while done < span.len {
-        let n = (span.len - done).min(COPY_BYTES) as usize;
-        log.read_exact_at(&mut buf[..n], span.at + done)?;
-        to.write_all_at(&buf[..n], offset + done)?;
-        done += n as u64;
-    }
-    Ok(())
-}
-
-fn zeros(to: &File, offset: u64, len: u64) -> std::io::Result<()> {
-    let buf = vec![0u8; COPY_BYTES as usize];
-    let mut done = 0;
-    while done < len {
-        let n = (len - done).min(COPY_BYTES) as usize;
-        to.write_all_at(&buf[..n], offset + done)?;
-        done += n as u64;
-    }
-    Ok(())
-}
-
-/// Drop a torn last record and append the cut marker: what the log said before it is now
-/// what the disk holds, and the next cut starts after it.
-fn mark(log_path: &Path, log: &Log) -> Result<()> {
-    let file = OpenOptions::new()
-        .append(true)
-        .open(log_path)
-        .with_context(|| format!("opening undo log {} to mark the cut", log_path.display()))?;
-    if log.torn_bytes > 0 {
-        file.set_len(log.whole_bytes)?;
-    }
-    undo::append(&file, &undo::encode(Op::Cut, "", &[]))
-        .with_context(|| format!("marking the cut in undo log {}", log_path.display()))
 }

@@ -10,6 +10,7 @@
 
 use std::collections::HashMap;
 
+use crate::power::states::Fate;
 use crate::power::undo::{Log, Op, Span};
 use crate::rng::SplitMix64;
 
@@ -19,17 +20,22 @@ use super::ranges::Ranges;
 pub const SECTOR_BYTES: u64 = 512;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Survival {
+pub enum Survival<'a> {
     /// Nothing unsynced survives (a file system that lost its whole page cache).
     Drop,
     /// Each unsynced sector-sized piece survives on its own seeded coin (test6's torn writes).
     Torn { seed: u64 },
     /// Unsynced acts survive in the order they were issued, up to record index `at`.
     Prefix { at: usize },
+    /// Each act's fate given, by record index (`--cut exhaustive`: one state of
+    /// `power::states`); a torn write keeps its first sectors.
+    Chosen(&'a [Fate]),
 }
 
-impl Survival {
-    fn survives(self, index: usize, sector: u64) -> bool {
+impl Survival<'_> {
+    /// Whether sector `sector` (absolute; `u64::MAX` for a create or unlink) of the act at
+    /// record `index`, whose first sector is `first`, survives.
+    fn survives(self, index: usize, first: u64, sector: u64) -> bool {
         match self {
             Survival::Drop => false,
             Survival::Prefix { at } => index < at,
@@ -40,6 +46,20 @@ impl Survival {
                     ^ sector.wrapping_mul(0xc2b2_ae3d_27d4_eb4f);
                 SplitMix64::new(mix).next_u64() & 1 == 1
             }
+            Survival::Chosen(fates) => match fates[index] {
+                Fate::Kept => true,
+                Fate::Dropped => false,
+                Fate::Torn(kept) => sector.saturating_sub(first) < u64::from(kept),
+            },
+        }
+    }
+
+    /// Whether the act at record `index` survives sector by sector.
+    fn tears(self, index: usize) -> bool {
+        match self {
+            Survival::Torn { .. } => true,
+            Survival::Chosen(fates) => matches!(fates[index], Fate::Torn(_)),
+            Survival::Drop | Survival::Prefix { .. } => false,
         }
     }
 }
@@ -199,7 +219,7 @@ pub fn plan(log: &Log, survival: Survival) -> Vec<FilePlan> {
             .iter()
             .rev()
         {
-            if synced_at.is_some_and(|s| i < s) || survival.survives(i, u64::MAX) {
+            if synced_at.is_some_and(|s| i < s) || survival.survives(i, 0, u64::MAX) {
                 break;
             }
             match log.records[i].op {
@@ -308,10 +328,11 @@ fn content(
                 old_size,
             } => {
                 let end = offset + len;
-                let torn = matches!(survival, Survival::Torn { .. });
+                let torn = survival.tears(i);
+                let first = offset / SECTOR_BYTES;
                 let last_sector = (end - 1) / SECTOR_BYTES;
                 if !size_decided {
-                    if survival.survives(i, if torn { last_sector } else { 0 }) {
+                    if survival.survives(i, first, if torn { last_sector } else { 0 }) {
                         size_decided = true;
                         if i != *unsynced.last().expect("non-empty") {
                             size = Some(old_size.max(end));
@@ -329,7 +350,7 @@ fn content(
                         end
                     }
                     .min(end);
-                    if survival.survives(i, if torn { a / SECTOR_BYTES } else { 0 }) {
+                    if survival.survives(i, first, if torn { a / SECTOR_BYTES } else { 0 }) {
                         settled.add(a, b);
                     } else {
                         any_dropped = true;
@@ -342,7 +363,7 @@ fn content(
                 }
             }
             Op::Truncate { new_size, old_size } => {
-                if survival.survives(i, 0) {
+                if survival.survives(i, 0, 0) {
                     if !size_decided {
                         size_decided = true;
                         if i != *unsynced.last().expect("non-empty") {

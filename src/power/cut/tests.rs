@@ -2,18 +2,19 @@
 //! directory and records each act the way the shim VFS does, then a cut is applied.
 
 use std::fs;
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
 use super::*;
 use crate::power::undo::{encode, Op};
 
-struct Sim {
+pub(super) struct Sim {
     dir: tempfile::TempDir,
     log: File,
 }
 
 impl Sim {
-    fn new() -> Sim {
+    pub(super) fn new() -> Sim {
         let dir = tempfile::tempdir().expect("tempdir");
         let log = OpenOptions::new()
             .create(true)
@@ -23,24 +24,24 @@ impl Sim {
         Sim { dir, log }
     }
 
-    fn root(&self) -> &Path {
+    pub(super) fn root(&self) -> &Path {
         self.dir.path()
     }
 
-    fn log_path(&self) -> PathBuf {
+    pub(super) fn log_path(&self) -> PathBuf {
         self.root().join(LOG_NAME)
     }
 
-    fn record(&self, op: Op, path: &str, payload: &[u8]) {
+    pub(super) fn record(&self, op: Op, path: &str, payload: &[u8]) {
         undo::append(&self.log, &encode(op, path, payload)).expect("append");
     }
 
-    fn create(&self, path: &str) {
+    pub(super) fn create(&self, path: &str) {
         self.record(Op::Create, path, &[]);
         File::create(self.root().join(path)).expect("create");
     }
 
-    fn write(&self, path: &str, offset: u64, bytes: &[u8]) {
+    pub(super) fn write(&self, path: &str, offset: u64, bytes: &[u8]) {
         let full = self.root().join(path);
         let old = fs::read(&full).unwrap_or_default();
         let old_size = old.len() as u64;
@@ -66,7 +67,7 @@ impl Sim {
             .expect("write");
     }
 
-    fn truncate(&self, path: &str, new_size: u64) {
+    pub(super) fn truncate(&self, path: &str, new_size: u64) {
         let full = self.root().join(path);
         let old = fs::read(&full).expect("read");
         let tail = old.get(new_size as usize..).unwrap_or_default().to_vec();
@@ -83,15 +84,15 @@ impl Sim {
             .unwrap();
     }
 
-    fn sync(&self, path: &str) {
+    pub(super) fn sync(&self, path: &str) {
         self.record(Op::Sync, path, &[]);
     }
 
-    fn dir_sync(&self) {
+    pub(super) fn dir_sync(&self) {
         self.record(Op::DirSync, "", &[]);
     }
 
-    fn unlink(&self, path: &str) {
+    pub(super) fn unlink(&self, path: &str) {
         let full = self.root().join(path);
         fs::create_dir_all(self.root().join(undo::STASH_DIR)).unwrap();
         let stash = format!("{}/{path}", undo::STASH_DIR);
@@ -100,21 +101,21 @@ impl Sim {
         fs::remove_file(full).expect("unlink");
     }
 
-    fn read(&self, path: &str) -> Option<Vec<u8>> {
+    pub(super) fn read(&self, path: &str) -> Option<Vec<u8>> {
         fs::read(self.root().join(path)).ok()
     }
 
-    fn cut(&self, style: Style, seed: u64) -> Result<Summary> {
+    pub(super) fn cut(&self, style: Style, seed: u64) -> Result<Summary> {
         apply(self.root(), &self.log_path(), style, seed)
     }
 }
 
-fn fill(byte: u8, len: usize) -> Vec<u8> {
+pub(super) fn fill(byte: u8, len: usize) -> Vec<u8> {
     vec![byte; len]
 }
 
 /// A synced page of 'a', then unsynced: the page overwritten with 'b', a second page of 'c'.
-fn two_pages(sim: &Sim) {
+pub(super) fn two_pages(sim: &Sim) {
     sim.create("db");
     sim.write("db", 0, &fill(b'a', 4096));
     sim.sync("db");

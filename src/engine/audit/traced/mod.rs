@@ -20,7 +20,7 @@ use crate::engine::evidence::{self, Process};
 use crate::engine::scenario::{Scenario, Step};
 use crate::engine::stack::Server;
 use crate::engine::state::{FileRow, END};
-use crate::engine::Lab;
+use crate::engine::LabStack;
 use scene::Proc;
 
 /// Ready counts tried when a digest is named by its count (a lab's queue holds a handful).
@@ -29,7 +29,7 @@ const COUNT_MAX: u32 = 100_000;
 pub(super) fn check(
     report: &mut Report,
     tree: &Tree,
-    lab: &Lab,
+    lab: &LabStack,
     steps: &[(&Scenario, &Step)],
     processes: &[Process],
     rows: Option<&[FileRow]>,

@@ -2,12 +2,12 @@
 
 use std::fmt::Write;
 
-use crate::engine::explore::export::{anomaly_text, matrix, summary, Colour};
+use crate::engine::explore::export::{anomaly_text, matrix, summary, Colour, STATES_COLUMNS};
 use crate::engine::explore::invariant::Invariant;
 use crate::engine::explore::report::Report;
-use crate::engine::Lab;
+use crate::engine::LabStack;
 
-pub fn render(lab: &Lab, report: &Report) -> String {
+pub fn render(lab: &LabStack, report: &Report) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "# crashlab explore {}: {}", lab.full_name(), lab.title);
     let _ = writeln!(s);
@@ -72,6 +72,14 @@ pub fn render(lab: &Lab, report: &Report) -> String {
                 let _ = write!(s, " {v} |");
             }
             let _ = writeln!(s, " {} |", anomaly_text(&row.bad_anomalies));
+        }
+        if !block.states.is_empty() {
+            let _ = writeln!(s);
+            let _ = writeln!(s, "| states of each cut | {} |", STATES_COLUMNS.join(" | "));
+            let _ = writeln!(s, "|---|{}", "---:|".repeat(STATES_COLUMNS.len()));
+            for row in &block.states {
+                let _ = writeln!(s, "| `{}` | {} |", row.case, row.cells().join(" | "));
+            }
         }
     }
     let _ = writeln!(s);

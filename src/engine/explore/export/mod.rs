@@ -82,11 +82,27 @@ pub fn anomaly_text(anomalies: &BTreeMap<&'static str, usize>) -> String {
         .join(", ")
 }
 
+/// Under `--cut exhaustive`: the states of one case's cut.
+#[derive(Debug, Clone)]
+pub struct StatesRow {
+    /// `point@hit`.
+    pub case: String,
+    pub unsynced: usize,
+    /// `523`, or `4096 of ~2^20 (bounded)`.
+    pub states: String,
+    pub unique: usize,
+    pub run: usize,
+    pub broke: usize,
+    pub errors: usize,
+}
+
 /// One variant's rows.
 #[derive(Debug, Clone)]
 pub struct Block {
     pub variant: &'static str,
     pub rows: Vec<Row>,
+    /// Under `--cut exhaustive`, one per case; empty otherwise.
+    pub states: Vec<StatesRow>,
     pub cases: u32,
     pub broken_cases: u32,
     /// Judged cases without a bad anomaly, of the judged ones.
@@ -151,8 +167,24 @@ pub fn matrix(report: &Report) -> Vec<Block> {
                 .iter()
                 .filter(|c| matches!(c.status, Status::Holds | Status::Breaks))
                 .collect();
+            let states = mine
+                .iter()
+                .filter_map(|c| {
+                    let s = c.states.as_ref()?;
+                    Some(StatesRow {
+                        case: format!("{}@{}", c.point.unwrap_or("?"), c.hit),
+                        unsynced: s.unsynced,
+                        states: s.states.clone(),
+                        unique: s.unique,
+                        run: s.run,
+                        broke: s.broke,
+                        errors: s.errors,
+                    })
+                })
+                .collect();
             Block {
                 variant,
+                states,
                 judged: judged.len() as u32,
                 valid: judged.iter().filter(|c| c.bad_anomalies.is_empty()).count() as u32,
                 cases: mine.len() as u32,
@@ -174,7 +206,7 @@ pub fn summary(block: &Block) -> String {
         block.valid,
         crate::out::plural(block.judged, "judged case", "judged cases")
     );
-    if block.broken_cases == 0 {
+    let mut text = if block.broken_cases == 0 {
         format!("holds at every reached point; {valid}")
     } else {
         format!(
@@ -182,6 +214,43 @@ pub fn summary(block: &Block) -> String {
             block.broken_cases,
             crate::out::plural(block.cases, "case", "cases")
         )
+    };
+    if !block.states.is_empty() {
+        let run: usize = block.states.iter().map(|s| s.run).sum();
+        let broke: usize = block.states.iter().map(|s| s.broke).sum();
+        let bounded = block
+            .states
+            .iter()
+            .filter(|s| s.states.ends_with("(bounded)"))
+            .count();
+        text.push_str(&format!(
+            "; {broke} of {} broke",
+            crate::out::plural(run, "state", "states")
+        ));
+        if bounded > 0 {
+            text.push_str(&format!(
+                " ({} bounded)",
+                crate::out::plural(bounded, "crash point", "crash points")
+            ));
+        }
+    }
+    text
+}
+
+/// The states table's header cells: what each column of a `StatesRow` is.
+pub const STATES_COLUMNS: [&str; 6] = ["unsynced", "states", "unique", "run", "broke", "errors"];
+
+impl StatesRow {
+    /// The cells after the case, in `STATES_COLUMNS`' order.
+    pub fn cells(&self) -> [String; 6] {
+        [
+            self.unsynced.to_string(),
+            self.states.clone(),
+            self.unique.to_string(),
+            self.run.to_string(),
+            self.broke.to_string(),
+            self.errors.to_string(),
+        ]
     }
 }
 

@@ -3,14 +3,14 @@
 use std::fmt::Write;
 use std::path::Path;
 
-use crate::engine::explore::export::{anomaly_text, matrix, summary, Colour};
+use crate::engine::explore::export::{anomaly_text, matrix, summary, Colour, STATES_COLUMNS};
 use crate::engine::explore::invariant::Invariant;
 use crate::engine::explore::report::Report;
-use crate::engine::Lab;
+use crate::engine::LabStack;
 
-pub fn render(lab: &Lab, report: &Report, out: &Path) -> String {
+pub fn render(lab: &LabStack, report: &Report, out: &Path) -> String {
     let mut s = String::new();
-    let _ = writeln!(s, "lab {} ({}): {}", lab.id, lab.slug, lab.title);
+    let _ = writeln!(s, "lab {} ({}): {}", lab.id(), lab.slug(), lab.title);
     let _ = writeln!(
         s,
         "explore: crash mode {}, files on {}, {} in {:.0} ms, {:.1} cases/s, {} jobs; evidence in {}",
@@ -22,6 +22,16 @@ pub fn render(lab: &Lab, report: &Report, out: &Path) -> String {
         report.jobs,
         out.display()
     );
+    if let Some(states) = &report.states {
+        let _ = writeln!(
+            s,
+            "states: {} run, {} broke, {:.1} states/s; {} bounded",
+            states.run,
+            states.broke,
+            states.states_per_s,
+            crate::out::plural(states.bounded, "crash point", "crash points")
+        );
+    }
     for block in matrix(report) {
         let _ = writeln!(s);
         let _ = writeln!(
@@ -53,6 +63,22 @@ pub fn render(lab: &Lab, report: &Report, out: &Path) -> String {
                 let _ = write!(s, " {v:>10}");
             }
             let _ = writeln!(s, "  {}", anomaly_text(&row.bad_anomalies));
+        }
+        if !block.states.is_empty() {
+            let _ = write!(s, "{:<36}", "states of each cut (point@hit)");
+            for (i, title) in STATES_COLUMNS.iter().enumerate() {
+                let width = if i == 1 { 28 } else { 9 };
+                let _ = write!(s, " {title:>width$}");
+            }
+            let _ = writeln!(s);
+            for row in &block.states {
+                let _ = write!(s, "{:<36}", row.case);
+                for (i, cell) in row.cells().iter().enumerate() {
+                    let width = if i == 1 { 28 } else { 9 };
+                    let _ = write!(s, " {cell:>width$}");
+                }
+                let _ = writeln!(s);
+            }
         }
     }
     let _ = writeln!(s);

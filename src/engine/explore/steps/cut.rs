@@ -1,5 +1,6 @@
 //! A case under power loss: after the armed step ended crashed, every other process is
-//! killed and the nemesis cuts the work directory before any other step runs.
+//! killed and the nemesis cuts the work directory before any other step runs (under
+//! `--cut exhaustive`, the case forks there: `fork`).
 
 use anyhow::Result;
 
@@ -47,6 +48,13 @@ impl Steps<'_> {
             .collect();
         self.cut_killed.extend(killed);
         self.memo = None;
+        // `--cut exhaustive`: a state's replay writes its images; the case itself forks.
+        if self.install_state()? {
+            return Ok(());
+        }
+        if let Some(bounds) = self.env.states {
+            return self.fork_at_cut(bounds);
+        }
         self.env
             .nemesis
             .after_crash(&crate::engine::nemesis::Aftermath {

@@ -10,6 +10,7 @@ use std::time::Duration;
 use anyhow::Result;
 
 mod cut;
+mod fork;
 mod pause;
 mod record;
 
@@ -17,6 +18,7 @@ use crate::engine::evidence::Process;
 use crate::engine::process::{self, Ended, Started};
 use crate::events::{self, Event};
 use crate::fail;
+pub use fork::{Forked, Prefix};
 pub use record::{Crash, Env, PowerDesign, StepRecord};
 
 /// A process started in the background and not stopped yet.
@@ -24,7 +26,8 @@ pub struct Background {
     name: String,
     argv: Vec<String>,
     armed: bool,
-    started: Started,
+    /// None for a step a state of `--cut exhaustive` replays: the case ran it before its cut.
+    started: Option<Started>,
 }
 
 /// Polls of a background process's events while it gets ready.
@@ -55,6 +58,9 @@ pub struct Steps<'a> {
     cut_killed: Vec<String>,
     /// Every background step started: its pid and name.
     background: Vec<(libc::pid_t, String)>,
+    /// Under `--cut exhaustive`: the calls up to the cut, the fork made there, or the replay
+    /// of a state (`fork`).
+    fork: fork::Fork,
 }
 
 impl<'a> Steps<'a> {
@@ -81,6 +87,10 @@ impl<'a> Steps<'a> {
             vars: crate::engine::crash_mode::role_env(env.nemesis, &env.profile, work),
             cut_killed: Vec::new(),
             background: Vec::new(),
+            fork: match env.states {
+                Some(_) => fork::Fork::logging(),
+                None => fork::Fork::default(),
+            },
         }
     }
 
@@ -144,19 +154,27 @@ impl<'a> Steps<'a> {
         self.started += 1;
         let prefix = if self.recovering { "recover-" } else { "" };
         let what = if what.is_empty() { role } else { what };
-        format!("{:02}-{prefix}{what}", self.started)
+        let name = format!("{:02}-{prefix}{what}", self.started);
+        self.fork.named(&name);
+        name
+    }
+
+    /// The directory of a step's files: the case's, or after an exhaustive cut the state's.
+    fn dir_of(&self, name: &str) -> PathBuf {
+        self.case_dir.join(self.fork.rel_of(name))
     }
 
     /// Start a role of this case in the background, its files named `name`, under the
     /// reaper (killed should the case end early).
     fn spawn(&mut self, name: &str, argv: &[String]) -> Result<process::Started> {
-        let stdout = self.case_dir.join(format!("{name}.stdout.txt"));
+        let dir = self.dir_of(name);
+        let stdout = dir.join(format!("{name}.stdout.txt"));
         let started = process::spawn_env(
             self.env.exe,
             argv,
             self.work,
             &stdout,
-            &self.case_dir.join(format!("{name}.stderr.txt")),
+            &dir.join(format!("{name}.stderr.txt")),
             Some(&process::events_file(&stdout)),
             &self.vars,
         )?;
@@ -166,7 +184,7 @@ impl<'a> Steps<'a> {
     }
 
     fn events_path(&self, name: &str) -> PathBuf {
-        self.case_dir.join(format!("{name}.events.jsonl"))
+        self.dir_of(name).join(format!("{name}.events.jsonl"))
     }
 
     /// The argv with the crash's flags when this is the step it is armed in.
@@ -192,22 +210,28 @@ impl<'a> Steps<'a> {
         let role = argv.first().cloned().unwrap_or_default();
         let name = self.name(&role, what);
         let (argv, armed) = self.arm(argv);
+        if self.replayed(&name)?.is_some() {
+            return self.after_crash(armed);
+        }
+        let before = self.records.len();
         let ended = if armed && self.env.nemesis.needs_kill() {
             self.run_until_crash(&name, &argv)?
         } else {
+            let dir = self.dir_of(&name);
             process::run_env(
                 self.env.exe,
                 &argv,
                 self.work,
                 (
-                    &self.case_dir.join(format!("{name}.stdout.txt")),
-                    &self.case_dir.join(format!("{name}.stderr.txt")),
+                    &dir.join(format!("{name}.stdout.txt")),
+                    &dir.join(format!("{name}.stderr.txt")),
                 ),
                 &self.vars,
                 self.env.timeout,
             )?
         };
-        self.record(name, argv, armed, ended);
+        self.record(name.clone(), argv, armed, ended);
+        self.fork.call(&name, None, before..self.records.len());
         self.after_crash(armed)?;
         Ok(())
     }
@@ -244,6 +268,10 @@ impl<'a> Steps<'a> {
         let role = argv.first().cloned().unwrap_or_default();
         let name = self.name(&role, what);
         let (argv, armed) = self.arm(argv);
+        if let Some(ready) = self.replayed(&name)? {
+            return Ok(ready.then(|| self.ready(name, argv, armed, None)));
+        }
+        let before = self.records.len();
         let started = self.spawn(&name, &argv)?;
         let rounds = self.env.timeout.as_millis() / READY_POLL.as_millis() + 1;
         for _ in 0..rounds {
@@ -254,19 +282,14 @@ impl<'a> Steps<'a> {
                 .iter()
                 .any(|e| matches!(e, Event::Ready { .. }))
             {
-                if armed {
-                    self.armed_running = Some(name.clone());
-                }
-                return Ok(Some(Background {
-                    name,
-                    argv,
-                    armed,
-                    started,
-                }));
+                self.fork.call(&name, Some(true), before..before);
+                return Ok(Some(self.ready(name, argv, armed, Some(started))));
             }
             if let Some(ended) = process::poll_exit(&started)? {
                 self.reaper.0.retain(|p| *p != started.pid);
-                self.record(name, argv, armed, ended);
+                self.record(name.clone(), argv, armed, ended);
+                self.fork
+                    .call(&name, Some(false), before..self.records.len());
                 return Ok(None);
             }
             std::thread::sleep(READY_POLL);
@@ -274,8 +297,29 @@ impl<'a> Steps<'a> {
         let mut ended = process::stop(&started, false, Duration::from_millis(1))?;
         ended.timed_out = true;
         self.reaper.0.retain(|p| *p != started.pid);
-        self.record(name, argv, armed, ended);
+        self.record(name.clone(), argv, armed, ended);
+        self.fork
+            .call(&name, Some(false), before..self.records.len());
         Ok(None)
+    }
+
+    /// A background step that got ready: the armed one is watched for its crash.
+    fn ready(
+        &mut self,
+        name: String,
+        argv: Vec<String>,
+        armed: bool,
+        started: Option<Started>,
+    ) -> Background {
+        if armed {
+            self.armed_running = Some(name.clone());
+        }
+        Background {
+            name,
+            argv,
+            armed,
+            started,
+        }
     }
 
     /// Stop a background step: one that reported its crash is ending by itself (or hangs)
@@ -285,16 +329,23 @@ impl<'a> Steps<'a> {
         let Some(bg) = background else {
             return Ok(());
         };
+        let Some(started) = &bg.started else {
+            // A step the case ran before its cut: its record, as the case made it.
+            self.stop_replayed(&bg.name, bg.armed)?;
+            return self.after_crash(bg.armed);
+        };
         let crashing = self.events_now(&bg.name).iter().any(is_crash);
         // A crashed step the nemesis leaves hanging is killed at once.
         let bound = match crashing && self.env.nemesis.needs_kill() {
             true => Duration::from_millis(1),
             false => self.env.timeout,
         };
-        let ended = process::stop(&bg.started, !crashing, bound)?;
-        self.reaper.0.retain(|p| *p != bg.started.pid);
+        let ended = process::stop(started, !crashing, bound)?;
+        self.reaper.0.retain(|p| *p != started.pid);
         let armed = bg.armed;
-        self.record(bg.name, bg.argv, bg.armed, ended);
+        let before = self.records.len();
+        self.record(bg.name.clone(), bg.argv, bg.armed, ended);
+        self.fork.call(&bg.name, None, before..self.records.len());
         self.after_crash(armed)?;
         Ok(())
     }
@@ -339,8 +390,8 @@ impl<'a> Steps<'a> {
             signal: ended.signal,
             crash_point: crash.map(|c| format!("{}@{}", c.point, c.hit)),
             crash_mode: crash.map(|_| self.env.nemesis.name().to_string()),
-            stdout: format!("{name}.stdout.txt"),
-            stderr: format!("{name}.stderr.txt"),
+            stdout: format!("{}{name}.stdout.txt", self.fork.rel_of(&name)),
+            stderr: format!("{}{name}.stderr.txt", self.fork.rel_of(&name)),
             wall_ms: (ended.wall_ms * 1000.0).round() / 1000.0,
             max_rss_kb: ended.max_rss_kb,
             timed_out: ended.timed_out,
@@ -358,7 +409,7 @@ impl<'a> Steps<'a> {
 
     /// What an ended process wrote on stderr (empty when unreadable).
     pub(in crate::engine::explore) fn stderr_of(&self, name: &str) -> String {
-        std::fs::read_to_string(self.case_dir.join(format!("{name}.stderr.txt")))
+        std::fs::read_to_string(self.dir_of(name).join(format!("{name}.stderr.txt")))
             .unwrap_or_default()
     }
 

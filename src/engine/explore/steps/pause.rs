@@ -20,6 +20,7 @@ impl Steps<'_> {
         let role = argv.first().cloned().unwrap_or_default();
         let name = self.name(&role, what);
         let (argv, armed) = self.arm(argv);
+        self.fork.unreplayable("a paused step")?;
         let started = self.spawn(&name, &argv)?;
         let rounds = self.env.timeout.as_millis() / READY_POLL.as_millis() + 1;
         for _ in 0..rounds {
@@ -30,15 +31,7 @@ impl Steps<'_> {
                 .iter()
                 .any(|e| matches!(e, Event::Paused { .. }));
             if paused && PAUSE.await_stopped(started.pid, self.env.timeout)? {
-                if armed {
-                    self.armed_running = Some(name.clone());
-                }
-                return Ok(Some(Background {
-                    name,
-                    argv,
-                    armed,
-                    started,
-                }));
+                return Ok(Some(self.ready(name, argv, armed, Some(started))));
             }
             if paused {
                 // It said it paused, yet ended or never stopped: ended and recorded below.
@@ -61,9 +54,13 @@ impl Steps<'_> {
     /// Continue a paused step (SIGCONT) and wait for it to end by itself, bounded by the step
     /// timeout (then SIGKILL, recorded as timed out); then record it.
     pub fn resume(&mut self, background: Background) -> Result<()> {
-        PAUSE.resume(background.started.pid);
-        let ended = process::stop(&background.started, false, self.env.timeout)?;
-        self.reaper.0.retain(|p| *p != background.started.pid);
+        let started = background
+            .started
+            .as_ref()
+            .expect("a paused step is never replayed (start_paused refuses it)");
+        PAUSE.resume(started.pid);
+        let ended = process::stop(started, false, self.env.timeout)?;
+        self.reaper.0.retain(|p| *p != started.pid);
         let armed = background.armed;
         self.record(background.name, background.argv, armed, ended);
         self.after_crash(armed)?;

@@ -26,6 +26,8 @@ pub struct Env<'a> {
     pub profile: crate::power::profile::Profile,
     /// A lab on servers: the run's servers; each case gets its own databases and queues.
     pub session: Option<&'a crate::engine::fleet::Session>,
+    /// Under `--cut exhaustive`: the bounds of each case's states (its own design's).
+    pub states: Option<crate::power::states::Bounds>,
 }
 
 /// Under power loss a design of the run is a store profile under one cut style: the lab's
@@ -37,6 +39,8 @@ pub struct PowerDesign {
     pub lab_design: &'static str,
     pub profile: crate::power::profile::Profile,
     pub nemesis: &'static dyn Nemesis,
+    /// Under `--cut exhaustive`: every state of each cut is run, within these bounds.
+    pub states: Option<crate::power::states::Bounds>,
 }
 
 /// The crash of a case: `point@hit`, armed in the first scenario step of `role`.

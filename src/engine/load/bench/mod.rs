@@ -25,7 +25,7 @@ use crate::engine::load::profile::{LoadProfile, Shape};
 use crate::engine::load::progress::Progress;
 use crate::engine::load::roles::with_trace;
 use crate::engine::process;
-use crate::engine::Lab;
+use crate::engine::LabStack;
 use crate::fail;
 use crate::store;
 use report::{median, stage, PhaseCost, Report};
@@ -136,10 +136,7 @@ fn phase_costs(exe: &Path, profile: &dyn LoadProfile, runs: usize) -> Result<Vec
     let mut walls: Vec<Vec<f64>> = vec![Vec::new(); phases.len()];
     let mut rss: Vec<Vec<i64>> = vec![Vec::new(); phases.len()];
     for _ in 0..runs {
-        let dir = tempfile::Builder::new()
-            .prefix("crashlab-bench-")
-            .tempdir()
-            .context("creating a bench directory")?;
+        let dir = crate::owner::tempdir("bench").context("creating a bench directory")?;
         for (i, (name, argv)) in phases.iter().enumerate() {
             let tag: String = name.split_whitespace().next().unwrap_or("phase").into();
             let (out, err) = (
@@ -191,10 +188,7 @@ fn pass(
 ) -> Result<Vec<Timed>> {
     let label = if trace { "trace on" } else { "trace off" };
     let shape = shape(o);
-    let dir = tempfile::Builder::new()
-        .prefix("crashlab-bench-")
-        .tempdir()
-        .context("creating a bench directory")?;
+    let dir = crate::owner::tempdir("bench").context("creating a bench directory")?;
     let d = dir.path();
     // Every file exists before the first stage, so parallel roles never race to create one.
     profile.create(d)?;
@@ -230,10 +224,7 @@ fn pass(
             .map(|p| format!("stages ({label}): {p}")),
     );
 
-    let e2e_dir = tempfile::Builder::new()
-        .prefix("crashlab-bench-e2e-")
-        .tempdir()
-        .context("creating a bench directory")?;
+    let e2e_dir = crate::owner::tempdir("bench-e2e").context("creating a bench directory")?;
     let work = e2e_dir.path().join("db");
     std::fs::create_dir_all(&work)?;
     std::fs::create_dir_all(e2e_dir.path().join(LOGS))?;
@@ -286,13 +277,13 @@ fn pass(
     Ok(timed)
 }
 
-pub fn run(lab: &'static Lab, profile: &dyn LoadProfile, o: &Options) -> Result<i32> {
+pub fn run(lab: &'static LabStack, profile: &dyn LoadProfile, o: &Options) -> Result<i32> {
     // Bench runs each role in fresh directories and sets its stages against plain SQLite
     // inserts: a lab on servers would need servers per phase and a server-side ceiling.
     if let Some(def) = lab.stack {
         return Err(fail::usage(format!(
             "bench {} --stack {}: bench measures labs on SQLite files; on servers run chaos {} --stack {} (it prints the wall and messages/s)",
-            lab.id, def.name, lab.id, def.name
+            lab.id(), def.name, lab.id(), def.name
         )));
     }
     validate(profile, o)?;
@@ -308,14 +299,11 @@ pub fn run(lab: &'static Lab, profile: &dyn LoadProfile, o: &Options) -> Result<
 
 /// The plain-insert ceiling of one stage, in a fresh directory.
 fn ceiling(profile: &dyn LoadProfile, shape: &Shape, stage: usize) -> Result<f64> {
-    let dir = tempfile::Builder::new()
-        .prefix("crashlab-ceiling-")
-        .tempdir()
-        .context("creating a ceiling directory")?;
+    let dir = crate::owner::tempdir("ceiling").context("creating a ceiling directory")?;
     profile.ceiling(dir.path(), shape, stage)
 }
 
-fn measure(lab: &'static Lab, profile: &dyn LoadProfile, o: &Options) -> Result<i32> {
+fn measure(lab: &'static LabStack, profile: &dyn LoadProfile, o: &Options) -> Result<i32> {
     let exe = std::env::current_exe().context("locating the crashlab binary")?;
     let n = o.messages;
     let bar = Progress::new("bench", 4);
@@ -367,7 +355,10 @@ fn measure(lab: &'static Lab, profile: &dyn LoadProfile, o: &Options) -> Result<
         problems,
         command: format!(
             "crashlab bench {} --messages {n} --batch {} --consumers {} --runs {}",
-            lab.id, o.batch, o.consumers, o.runs
+            lab.id(),
+            o.batch,
+            o.consumers,
+            o.runs
         ),
     };
     if o.json {

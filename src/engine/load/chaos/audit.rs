@@ -17,7 +17,7 @@ use crate::engine::load::profile::LoadProfile;
 use crate::engine::load::server_kills::{self, ServerKill};
 use crate::engine::nemesis::Nemesis;
 use crate::engine::stack::Server;
-use crate::engine::Lab;
+use crate::engine::LabStack;
 use crate::fail;
 
 const CHAOS: &str = "chaos.json";
@@ -74,7 +74,7 @@ struct RecordKill {
 
 /// Check the server side of a chaos run; `servers` is servers.json's text when kept.
 pub fn check(
-    lab: &Lab,
+    lab: &LabStack,
     profile: &dyn LoadProfile,
     options: &Options,
     chaos: &Value,
@@ -187,7 +187,7 @@ pub fn check(
 /// unless the command gave a URL, restarted once per kill), its kills chaos.json's.
 fn record(
     audit: &mut Audit,
-    lab: &Lab,
+    lab: &LabStack,
     options: &Options,
     made: &[ServerKill],
     text: Option<&str>,
@@ -209,7 +209,9 @@ fn record(
             SERVERS,
             format!(
                 "stack '{}', lab {} runs on {}",
-                record.stack, lab.id, def.name
+                record.stack,
+                lab.id(),
+                def.name
             ),
         );
     }

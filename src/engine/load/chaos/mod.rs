@@ -19,7 +19,7 @@ use crate::engine::load::progress::Progress;
 use crate::engine::load::{kills, lifecycle, roles, server_kills};
 use crate::engine::nemesis::{power_loss, POWER_CUTS_NAME};
 use crate::engine::stack::Server;
-use crate::engine::Lab;
+use crate::engine::LabStack;
 use crate::fail;
 pub use report::{run_problems, Report};
 
@@ -71,7 +71,7 @@ pub fn verdict(
 }
 
 pub fn run(
-    lab: &'static Lab,
+    lab: &'static LabStack,
     profile: &dyn LoadProfile,
     o: &Options,
     command: Vec<String>,
@@ -83,10 +83,7 @@ pub fn run(
         Some(out) => Some(claim_out(out)?),
         None => None,
     };
-    let temp = tempfile::Builder::new()
-        .prefix("crashlab-chaos-")
-        .tempdir()
-        .context("creating the work directory")?;
+    let temp = crate::owner::tempdir("chaos").context("creating the work directory")?;
     let root = partial.clone().unwrap_or_else(|| temp.path().to_path_buf());
     let work = root.join("db");
     let setup = || -> Result<_> {

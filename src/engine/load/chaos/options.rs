@@ -7,7 +7,7 @@ use crate::engine::crash_mode::{CrashMode, PowerArgs};
 use crate::engine::load::kills;
 use crate::engine::load::profile::Shape;
 use crate::engine::nemesis::Nemesis;
-use crate::engine::Lab;
+use crate::engine::LabStack;
 use crate::power::cut::Style;
 
 /// A chaos run's options, as `crashlab chaos` parses them and its audit reads them back.
@@ -118,10 +118,10 @@ pub const KILLS_MAX: usize = 100_000;
 pub const TIMEOUT_MS_MAX: u64 = 3_600_000;
 
 /// The command that replays this run: same seed, same schedule, same values.
-pub fn replay_command(lab: &Lab, o: &Options) -> String {
+pub fn replay_command(lab: &LabStack, o: &Options) -> String {
     let mut command = format!(
         "crashlab chaos {} --messages {} --consumers {} --kills {} --seed {} --batch {} --lease-ms {}",
-        lab.id, o.messages, o.consumers, o.kills, o.seed, o.batch, o.lease_ms
+        lab.id(), o.messages, o.consumers, o.kills, o.seed, o.batch, o.lease_ms
     );
     if let Some((style, _)) = o.cut() {
         command.push_str(&format!(" --crash-mode power-loss --cut {}", style.name()));

@@ -16,7 +16,7 @@ use crate::engine::load::profile::{LoadProfile, Verdict};
 use crate::engine::load::server_kills::ServerKill;
 use crate::engine::nemesis::POWER_CUTS_NAME;
 use crate::engine::state::SQLITE;
-use crate::engine::Lab;
+use crate::engine::LabStack;
 use crate::store;
 
 #[derive(Debug, Serialize)]
@@ -82,7 +82,7 @@ pub fn run_problems(unexpected: usize, timed_out: usize) -> Vec<String> {
 
 impl Report {
     pub fn new(
-        lab: &Lab,
+        lab: &LabStack,
         o: &Options,
         outcome: &Outcome,
         verdict: &Verdict,
@@ -128,7 +128,7 @@ impl Report {
 #[allow(clippy::too_many_arguments)]
 pub fn write_evidence(
     dir: &Path,
-    lab: &Lab,
+    lab: &LabStack,
     profile: &dyn LoadProfile,
     o: &Options,
     command: &[String],
@@ -231,10 +231,10 @@ pub fn rate_line(messages: usize, wall_ms: f64) -> String {
 }
 
 /// The report on stdout; `summary` holds the lab's lines for its counts.
-pub fn print(lab: &Lab, r: &Report, summary: &[String]) {
+pub fn print(lab: &LabStack, r: &Report, summary: &[String]) {
     crate::say!(
         "chaos {}: {}, {}, batch {}, seed {}: {} of {}, {}, wall_ms {:.1}",
-        lab.id,
+        lab.id(),
         crate::out::plural(r.messages, "message", "messages"),
         crate::out::plural(r.consumers, "consumer", "consumers"),
         r.batch,

@@ -7,7 +7,7 @@ use super::options::{Options, KILLS_MAX, TIMEOUT_MS_MAX};
 use crate::engine::crash_mode::CrashMode;
 use crate::engine::load::profile::LoadProfile;
 use crate::engine::load::server_kills;
-use crate::engine::Lab;
+use crate::engine::LabStack;
 use crate::fail;
 
 /// Out of range: one line, exit 2.
@@ -20,7 +20,10 @@ pub fn range(what: &str, v: u64, low: u64, high: u64) -> Result<()> {
     Ok(())
 }
 
-pub fn validate(lab: &Lab, profile: &dyn LoadProfile, o: &Options) -> Result<()> {
+pub fn validate(lab: &LabStack, profile: &dyn LoadProfile, o: &Options) -> Result<()> {
+    if let Some(mode) = o.crash_mode {
+        crate::engine::crash_mode::supported(lab, mode)?;
+    }
     crate::engine::load::validate_shape(profile, o.messages, o.consumers)?;
     validate_servers(lab, profile, o)?;
     range("--kills", o.kills as u64, 0, KILLS_MAX as u64)?;
@@ -45,6 +48,10 @@ pub fn validate(lab: &Lab, profile: &dyn LoadProfile, o: &Options) -> Result<()>
             "--cut is for --crash-mode power-loss only (chaos's default is a SIGKILL)",
         ));
     }
+    if let Some(style) = o.power.cut {
+        // One cut per kill moment, seeded: exhaustive is no single cut.
+        crate::power::cut::seeded(style, 0, &[], 0)?;
+    }
     let store = o.power.profile()?;
     // Chaos watches the files while the roles run, holding them open in WAL mode: a role
     // cannot leave WAL then (it needs the file alone), and would wait on its lock forever.
@@ -58,9 +65,8 @@ pub fn validate(lab: &Lab, profile: &dyn LoadProfile, o: &Options) -> Result<()>
 }
 
 /// The options of a lab on servers: `--server-kills N --server S` (S in the lab's stack and
-/// started by this run), `--variant` among the profile's, no power cut (a server's files are
-/// its own).
-fn validate_servers(lab: &Lab, profile: &dyn LoadProfile, o: &Options) -> Result<()> {
+/// started by this run), `--variant` among the profile's.
+fn validate_servers(lab: &LabStack, profile: &dyn LoadProfile, o: &Options) -> Result<()> {
     range(
         "--server-kills",
         o.server_kills as u64,
@@ -74,21 +80,15 @@ fn validate_servers(lab: &Lab, profile: &dyn LoadProfile, o: &Options) -> Result
             return Err(fail::usage(match known.is_empty() {
                 true => format!(
                     "--variant {variant}: lab {} on stack {stack} runs its own design only under chaos",
-                    lab.id
+                    lab.id()
                 ),
                 false => format!(
                     "--variant {variant}: lab {} on stack {stack} has {}",
-                    lab.id,
+                    lab.id(),
                     known.join(", ")
                 ),
             }));
         }
-    }
-    if lab.stack.is_some() && o.crash_mode.is_some() {
-        return Err(fail::usage(format!(
-            "chaos --crash-mode power-loss: lab {} on stack {stack} keeps its state in servers, whose files a power cut of crashlab's does not reach",
-            lab.id
-        )));
     }
     match (o.server_kills, o.stack.server) {
         (0, None) => Ok(()),

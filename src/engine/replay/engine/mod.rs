@@ -22,6 +22,7 @@ use super::trace::{self, Kind};
 mod statement;
 #[cfg(test)]
 mod tests;
+mod window;
 
 use statement::{is_schema, read_touched};
 pub use statement::{run, text};
@@ -46,6 +47,8 @@ struct Memory {
 #[derive(Default)]
 pub struct Store {
     dbs: BTreeMap<String, Memory>,
+    /// Under power loss: the states a cut may take each file back to.
+    windows: window::Windows,
 }
 
 impl Store {
@@ -75,6 +78,93 @@ impl Store {
             },
         );
         Ok(())
+    }
+
+    /// A power-loss run: from now on, each file's states between cuts are kept.
+    pub fn record_windows(&mut self) {
+        self.windows.on = true;
+        self.open_window();
+    }
+
+    /// A cut was made: what it may take back starts from here.
+    pub fn open_window(&mut self) {
+        let current = self
+            .dbs
+            .iter_mut()
+            .map(|(f, m)| (f.clone(), window::image_of(&mut m.conn)))
+            .collect();
+        self.windows.open(current);
+    }
+
+    /// `file` committed: under power loss, a state a later cut may take it back to.
+    pub fn committed(&mut self, file: &str) {
+        if let (true, Some(m)) = (self.windows.on, self.dbs.get_mut(file)) {
+            let image = window::image_of(&mut m.conn);
+            self.windows.committed(file, image);
+        }
+    }
+
+    /// After a cut that changed `file`: take it back to the latest state of this window
+    /// that `holds` accepts (given that state's logical digest, None for no file; a file
+    /// with nothing in it is tried both ways). How many commits it takes back, or None when
+    /// no state is accepted (the file is left as it is).
+    pub fn roll_back(&mut self, file: &str, holds: &dyn Fn(Option<&str>) -> bool) -> Option<usize> {
+        let mut chosen = None;
+        for (back, image) in self.windows.candidates(file) {
+            let digest = window::load(image)
+                .map_err(anyhow::Error::from)
+                .and_then(|c| crate::engine::files::logical_sha256_conn(&c))
+                .ok();
+            let absent = image.is_none() && holds(None);
+            if absent || digest.as_deref().is_some_and(|d| holds(Some(d))) {
+                chosen = Some((back, image.clone(), absent));
+                break;
+            }
+        }
+        let (back, image, absent) = chosen?;
+        self.dbs.remove(file);
+        if absent {
+            return Some(back);
+        }
+        self.ensure(file).ok()?;
+        if let (Some(bytes), Some(m)) = (image, self.dbs.get_mut(file)) {
+            m.conn
+                .deserialize_read_exact(rusqlite::MAIN_DB, &bytes[..], bytes.len(), false)
+                .ok()?;
+        }
+        Some(back)
+    }
+
+    /// Whether `file` holds nothing: no file, or no table and no tag (a database whose
+    /// creation a power cut took, which a reader reads as an empty one of its kind).
+    pub fn holds_nothing(&self, file: &str) -> bool {
+        let Some(m) = self.dbs.get(file) else {
+            return true;
+        };
+        let count = |sql: &str| {
+            m.conn
+                .query_row(sql, [], |r| r.get::<_, i64>(0))
+                .unwrap_or(1)
+        };
+        count("SELECT count(*) FROM sqlite_schema") == 0 && count("PRAGMA application_id") == 0
+    }
+
+    /// `file` as the store creates a database of `schema`'s kind: its tables and its tag.
+    pub fn create(&mut self, file: &str, schema: &crate::store::Schema) {
+        if self.ensure(file).is_ok() {
+            let m = self.dbs.get_mut(file).expect("ensured");
+            let _ = m.conn.execute_batch(schema.ddl);
+            let _ = m.conn.execute_batch(&format!(
+                "PRAGMA application_id={}; PRAGMA user_version={}",
+                crate::store::APPLICATION_ID,
+                schema.user_version
+            ));
+        }
+    }
+
+    /// The connection of `file`, taken out of the store.
+    pub fn take(&mut self, file: &str) -> Option<Connection> {
+        self.dbs.remove(file).map(|m| m.conn)
     }
 
     pub fn conn(&self, file: &str) -> Option<&Connection> {
@@ -232,6 +322,9 @@ impl Session {
     pub fn end(&mut self, store: &mut Store, end_line: usize) {
         let open = std::mem::take(&mut self.open);
         for (file, tx) in open {
+            if store.ensure(&file).is_err() {
+                continue;
+            }
             self.run_unit(
                 store,
                 &file,

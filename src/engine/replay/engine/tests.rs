@@ -137,3 +137,44 @@ fn connection_pragmas_are_skipped_and_content_pragmas_kept() {
     q.feed(&mut store, 0, "a.db", "INSERT INTO c VALUES (9)");
     assert_eq!(q.outcomes[&0].error, None);
 }
+
+#[test]
+fn a_cut_takes_a_file_back_to_the_latest_state_of_its_window_the_row_records() {
+    let mut store = Store::default();
+    store.record_windows();
+    let mut p = Session::default();
+    setup(&mut store, &mut p);
+    store.committed("a.db");
+    let digest = |store: &Store| store.digest("a.db").unwrap();
+    let schema_only = digest(&store);
+    for (i, v) in [(20, 1), (21, 2)] {
+        assert!(p.feed(
+            &mut store,
+            i,
+            "a.db",
+            &format!("INSERT INTO t VALUES ('k{v}', {v})")
+        ));
+        store.committed("a.db");
+    }
+    let two = digest(&store);
+    // The row says the file holds the schema only: two commits are taken back.
+    let back = store.roll_back("a.db", &|d| d == Some(schema_only.as_str()));
+    assert_eq!(back, Some(2));
+    assert_eq!(count(&store, "a.db", "SELECT count(*) FROM t"), 0);
+    // A state the window never held is no state a cut leaves: nothing moves.
+    assert_eq!(
+        store.roll_back("a.db", &|d| d == Some("not a digest")),
+        None
+    );
+    assert_eq!(digest(&store), schema_only);
+    // After the cut a new window opens: the states before it are out of reach.
+    store.open_window();
+    assert_eq!(store.roll_back("a.db", &|d| d == Some(two.as_str())), None);
+    // No file at all: the window's base when the file did not exist yet.
+    let mut fresh = Store::default();
+    fresh.record_windows();
+    setup(&mut fresh, &mut Session::default());
+    fresh.committed("a.db");
+    assert_eq!(fresh.roll_back("a.db", &|d| d.is_none()), Some(1));
+    assert!(fresh.conn("a.db").is_none() && fresh.holds_nothing("a.db"));
+}

@@ -12,20 +12,26 @@ use rusqlite::types::ValueRef;
 use rusqlite::{Connection, OpenFlags};
 use sha2::{Digest, Sha256};
 
-/// The logical digest of `path` (with its WAL) without touching it: a file with no WAL beside
-/// it is complete and is read in place as immutable (no locks, no side files); a file with a
-/// WAL is copied with it into a private directory and read there.
+/// The logical digest of `path` (with its WAL or rollback journal) without touching it: a
+/// file with neither beside it is complete and is read in place as immutable (no locks, no
+/// side files); a file with a WAL is copied with it into a private directory and read there;
+/// a file with a journal beside it (a hot one after a power cut) is copied with it and opened
+/// for writing there, so SQLite rolls the journal back as the next opener of the file would.
 pub fn logical_sha256_of_copy(path: &Path) -> Result<String> {
-    let wal = path.with_file_name(format!(
-        "{}-wal",
-        path.file_name().unwrap_or_default().to_string_lossy()
-    ));
+    let side = |suffix: &str| {
+        path.with_file_name(format!(
+            "{}{suffix}",
+            path.file_name().unwrap_or_default().to_string_lossy()
+        ))
+    };
+    let (wal, journal) = (side("-wal"), side("-journal"));
     // Errors name the file the user gave, not the private copy.
     let named = |e: anyhow::Error| {
         let cause = e.root_cause().to_string();
         anyhow::anyhow!("digesting {}: {cause}", path.display())
     };
-    if !wal.exists() {
+    let hot = journal.metadata().is_ok_and(|m| m.len() > 0);
+    if !wal.exists() && !hot {
         let absolute =
             fs::canonicalize(path).with_context(|| format!("resolving {}", path.display()))?;
         let text = absolute.to_string_lossy();
@@ -35,12 +41,26 @@ pub fn logical_sha256_of_copy(path: &Path) -> Result<String> {
             .replace('#', "%23");
         return logical_sha256_uri(&format!("file:{escaped}?immutable=1")).map_err(named);
     }
-    let scratch = tempfile::tempdir().context("a scratch directory for the logical digest")?;
+    let scratch =
+        crate::owner::tempdir("digest").context("a scratch directory for the logical digest")?;
     let copy = scratch.path().join("copy.db");
     fs::copy(path, &copy).with_context(|| format!("copying {}", path.display()))?;
-    fs::copy(&wal, scratch.path().join("copy.db-wal"))
-        .with_context(|| format!("copying {}", wal.display()))?;
-    logical_sha256(&copy).map_err(named)
+    for (from, suffix) in [(&wal, "-wal"), (&journal, "-journal")] {
+        if from.exists() {
+            fs::copy(from, scratch.path().join(format!("copy.db{suffix}")))
+                .with_context(|| format!("copying {}", from.display()))?;
+        }
+    }
+    if !hot {
+        return logical_sha256(&copy).map_err(named);
+    }
+    let conn = Connection::open_with_flags(
+        &copy,
+        OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .context("opening")
+    .map_err(named)?;
+    logical_sha256_conn(&conn).map_err(named)
 }
 
 /// The logical digest of the database named by a `file:` URI.
@@ -74,6 +94,33 @@ fn feed(hasher: &mut Sha256, value: ValueRef<'_>) {
             hasher.update(b);
         }
     }
+}
+
+/// How many of SQLite's findings `intact` reads: the first one names the damage, a few more
+/// show its extent; a badly broken file may have thousands.
+const INTEGRITY_FINDINGS_MAX: usize = 10;
+
+/// Whether the database at `path` passes SQLite's `PRAGMA integrity_check`: every page, the
+/// freelist, and every index entry against its table's row (what a query through an index
+/// returns), which the logical digest, reading tables in key order, never judges. An error
+/// quotes SQLite's own words (at most `INTEGRITY_FINDINGS_MAX` of them).
+pub fn intact(path: &Path) -> Result<()> {
+    let conn = Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .with_context(|| format!("opening {}", path.display()))?;
+    let findings = (|| -> rusqlite::Result<Vec<String>> {
+        let mut stmt =
+            conn.prepare(&format!("PRAGMA integrity_check({INTEGRITY_FINDINGS_MAX})"))?;
+        let rows = stmt.query_map([], |r| r.get::<_, String>(0))?;
+        rows.collect()
+    })()
+    .map_err(|e| anyhow::anyhow!("SQLite's integrity_check fails: {e}"))?;
+    if findings != ["ok"] {
+        anyhow::bail!("SQLite's integrity_check reports: {}", findings.join("; "));
+    }
+    Ok(())
 }
 
 /// The logical digest of the database at `path`, opened read-only.

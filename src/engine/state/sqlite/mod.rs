@@ -105,7 +105,7 @@ impl StateStore for Sqlite {
     }
 
     fn kept_digest(&self, bytes: &[u8], side: &[(&str, &[u8])]) -> Result<String> {
-        let scratch = tempfile::tempdir().context("a scratch directory")?;
+        let scratch = crate::owner::tempdir("digest").context("a scratch directory")?;
         let copy = scratch.path().join("copy.db");
         write(&copy, bytes)?;
         for (suffix, bytes) in side {
@@ -115,6 +115,8 @@ impl StateStore for Sqlite {
             );
             write(&scratch.path().join(format!("copy.db{suffix}")), bytes)?;
         }
+        // A kept file is judged whole, indexes and freelist included, before its rows are.
+        digest::intact(&copy)?;
         logical_sha256(&copy)
     }
 
@@ -183,14 +185,16 @@ fn rows(
         };
         if path.is_file() {
             let (bytes, sha) = sha256_file(&path)?;
-            let wal = work.join(format!("{db}-wal"));
-            let wal_sha = if wal.is_file() {
-                Some(sha256_file(&wal)?.1)
-            } else {
-                None
-            };
-            // One file and one WAL are one content: the key is their raw digests.
-            let key = format!("{sha} {}", wal_sha.as_deref().unwrap_or("-"));
+            // One file with its WAL or journal is one content: the key is their raw digests.
+            let mut key = sha.clone();
+            for suffix in SIDE_SUFFIXES {
+                let side = work.join(format!("{db}{suffix}"));
+                key.push(' ');
+                key.push_str(&match side.is_file() {
+                    true => sha256_file(&side)?.1,
+                    false => "-".to_string(),
+                });
+            }
             let logical = cache.get_or_take(key, || match read {
                 Read::Copy => logical_sha256_of_copy(&path).ok(),
                 Read::InPlace => logical_sha256(&path).ok(),

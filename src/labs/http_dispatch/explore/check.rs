@@ -9,8 +9,8 @@ use crate::engine::explore::steps::StepRecord;
 use crate::engine::jepsen::{Anomaly, Op, Outcome};
 use crate::events::Event;
 
-use super::state::Observed;
 use super::visible::visible;
+use crate::labs::http_dispatch::readback::State;
 
 /// What the modes tolerate: a request may reach the receiver more than once (a resend after
 /// a lost reply); the key, where there is one, must absorb it.
@@ -35,7 +35,7 @@ pub const COUNTS: &[&str] = &[
 /// `ok`; its deliveries are the requests the receivers answered for the key (their
 /// `applied`, `duplicate` and `rejected` events), its effects the receiver's rows with the
 /// key. An effect whose key is no intent is a `fail` operation with an effect (G1a).
-pub fn history(o: &Observed, steps: &[StepRecord]) -> Vec<Op> {
+pub fn history(o: &State, steps: &[StepRecord]) -> Vec<Op> {
     let acked = |key: &str| {
         steps.iter().flat_map(|s| s.commits()).any(|(db, what)| {
             db == "intents"
@@ -83,7 +83,7 @@ pub fn history(o: &Observed, steps: &[StepRecord]) -> Vec<Op> {
 }
 
 /// Judge the files after recovery against every process's events.
-pub fn judge(o: &Observed, steps: &[StepRecord]) -> Judgement {
+pub fn judge(o: &State, steps: &[StepRecord]) -> Judgement {
     let mut j = Judgement {
         allowed: ALLOWED,
         ..Judgement::default()
@@ -159,13 +159,14 @@ pub fn judge(o: &Observed, steps: &[StepRecord]) -> Judgement {
 pub(super) mod tests {
     use super::*;
 
-    pub(crate) fn observed() -> Observed {
-        Observed {
+    pub(crate) fn observed() -> State {
+        State {
             intents: vec![(1, "K1".into(), "pending".into())],
             attempts: vec![(1, "K1".into())],
             receipts: vec![("K1".into(), false)],
             history: vec!["K1".into()],
             effects: vec![(1, Some("K1".into()))],
+            ..State::default()
         }
     }
 

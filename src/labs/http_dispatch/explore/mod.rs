@@ -7,18 +7,20 @@
 
 mod check;
 mod power_predictions;
-mod state;
 mod visible;
 
 use anyhow::Result;
 
-use super::roles::{self, Dispatch, Serve, FILES};
+use super::dispatcher::Unknown;
+use super::readback::{self, State};
+use super::receiver::Mode;
+use super::roles::{Dispatcher, Intent, Receiver};
 use crate::engine::explore::invariant::Invariant;
 use crate::engine::explore::plan::{At, ExplorePlan, Judgement, Prediction, Words};
 use crate::engine::explore::steps::Steps;
 use crate::engine::jepsen::Anomaly;
 use crate::fail;
-use state::Observed;
+use crate::role::Role;
 
 /// The intents the business records: two, so the dispatcher's and the receiver's points are
 /// reached twice (`@2` is the second intent's window).
@@ -73,36 +75,43 @@ static WORDS: Words = Words {
 };
 
 /// The receiver's mode and the dispatcher's answer to an attempt without a receipt.
-fn design(name: &str) -> (&'static str, Option<&'static str>) {
+fn design(name: &str) -> (Mode, Unknown) {
     match name {
-        "keyed" => ("keyed", None),
-        "unkeyed" => ("unkeyed", None),
-        "unkeyed-hold" => ("unkeyed", Some("hold")),
+        "keyed" => (Mode::Keyed, Unknown::Resend),
+        "unkeyed" => (Mode::Unkeyed, Unknown::Resend),
+        "unkeyed-hold" => (Mode::Unkeyed, Unknown::Hold),
         other => unreachable!("lab 13 has no design {other}"),
     }
+}
+
+/// The business records intent `key` (again, after a crash: a committed one answers ALREADY).
+fn intent(steps: &mut Steps<'_>, (key, body): (&str, &str)) -> Result<()> {
+    steps.run(
+        &format!("intent-{key}"),
+        Intent::of(key, body).argv().into_vec(),
+    )
 }
 
 /// One round of delivery: a fresh receiver, a dispatcher, the receiver stopped. In the
 /// scenario, the receiver may be the one the crash is armed in.
 fn deliver(name: &str, in_scenario: bool, steps: &mut Steps<'_>) -> Result<()> {
     let (mode, unknown) = design(name);
-    let serve = Serve {
-        lifetime_ms: Some(RECEIVER_LIFETIME_MS),
-        ..Serve::default()
+    let receiver = Receiver {
+        lifetime_ms: RECEIVER_LIFETIME_MS,
+        ..Receiver::of(mode)
     };
-    let receiver = steps.start("", roles::receiver(&FILES, mode, &serve).into_vec())?;
+    let receiver = steps.start("", receiver.argv().into_vec())?;
     if receiver.is_some() {
         // The dispatcher's own connect/read bound stays inside the step timeout, so a hung
         // receiver (`--crash-mode hang`) gives a lost reply, not a killed dispatcher.
         let bound = (steps.timeout().as_millis() / 2).clamp(1, 5_000) as u64;
-        let how = Dispatch {
-            timeout_ms: Some(bound),
-            unknown,
-            ..Dispatch::default()
+        let dispatcher = Dispatcher {
+            timeout_ms: bound,
+            ..Dispatcher::of(unknown)
         };
-        steps.run("", roles::dispatcher(&FILES, &how).into_vec())?;
+        steps.run("", dispatcher.argv().into_vec())?;
         // A receiver that crashed under it leaves the dispatcher without a reply.
-        if in_scenario && steps.crashed_role() == Some(roles::RECEIVER) {
+        if in_scenario && steps.crashed_role() == Some(Receiver::NAME) {
             steps.expect_last(fail::EXIT_UNAVAILABLE);
         }
     }
@@ -127,15 +136,12 @@ impl ExplorePlan for Exploration {
     }
 
     fn databases(&self) -> &'static [&'static str] {
-        super::lab::LAB.databases
+        super::lab::ON_SQLITE.databases
     }
 
     fn scenario(&self, design: &'static str, steps: &mut Steps<'_>) -> Result<()> {
-        for (key, body) in INTENTS_OWED {
-            steps.run(
-                &format!("intent-{key}"),
-                roles::intent(&FILES, key, body).into_vec(),
-            )?;
+        for owed in INTENTS_OWED {
+            intent(steps, *owed)?;
         }
         deliver(design, true, steps)
     }
@@ -144,15 +150,11 @@ impl ExplorePlan for Exploration {
     /// ALREADY), then a fresh receiver and dispatcher while anything is owed.
     fn recover(&self, design: &'static str, round: u32, steps: &mut Steps<'_>) -> Result<bool> {
         let mut ran = false;
-        if round == 1 && steps.crashed_role() == Some(roles::INTENT) {
-            let (key, body) = INTENTS_OWED[0];
-            steps.run(
-                &format!("intent-{key}"),
-                roles::intent(&FILES, key, body).into_vec(),
-            )?;
+        if round == 1 && steps.crashed_role() == Some(Intent::NAME) {
+            intent(steps, INTENTS_OWED[0])?;
             ran = true;
         }
-        let o = state::read(steps.work())?;
+        let o = readback::read_work(steps.work())?;
         let quiescent = o.quiescent();
         steps.set_memo(o);
         if !quiescent {
@@ -167,11 +169,10 @@ impl ExplorePlan for Exploration {
     }
 
     fn judge(&self, steps: &Steps<'_>) -> Result<Judgement> {
-        let o = match steps.memo::<Observed>() {
+        let o = match steps.memo::<State>() {
             Some(o) => o.clone(),
-            None => state::read(steps.work())?,
+            None => readback::read_work(steps.work())?,
         };
-        state::cross_check(steps.work(), &o)?;
         Ok(check::judge(&o, steps.records()))
     }
 }

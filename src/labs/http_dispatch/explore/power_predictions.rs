@@ -3,7 +3,8 @@
 //! down; every other reached point and hit holds. The correct design (`default`: WAL, FULL)
 //! and `journal-delete-extra` break nowhere. The receiver is one long-lived process: under
 //! `sync-normal` its commits are never synced before the cut, so an effect the dispatcher
-//! holds a receipt for can vanish (a lost-write). The dispatcher's own processes end by
+//! holds a receipt for can vanish. Every acknowledged commit a cut rolls back is a
+//! `lost-write`: the process was told it committed, and the data is gone. The dispatcher's own processes end by
 //! closing their databases, and the last close checkpoints and syncs.
 
 use crate::engine::explore::invariant::Invariant;
@@ -12,6 +13,47 @@ use crate::engine::jepsen::Anomaly;
 
 const fn at(point: &'static str, hits: &'static [u32]) -> At {
     At { point, hits }
+}
+
+/// What a cut breaks: the acknowledged commits only, or an effect lost with them.
+const ACK: &[Invariant] = &[Invariant::AcknowledgedDurable];
+const ACK_LOST: &[Invariant] = &[Invariant::NoLostEffect, Invariant::AcknowledgedDurable];
+/// The receiver's commits of the second intent's effect, where `sync-normal` loses it.
+const RECEIVER_2: &[At] = &[
+    at("receiver.before-effect-commit", &[2]),
+    at("receiver.after-effect-commit", &[2]),
+];
+const INTENT_1: &[At] = &[at("intent.after-commit", &[1])];
+
+/// Every acknowledged commit a cut rolls back is a lost-write: each prediction here has one.
+const LOST_WRITE: &[Anomaly] = &[Anomaly::LostWrite];
+
+/// `sync-normal`: the acknowledged commits at `at`; with `lost`, an effect too.
+const fn sync_normal(variant: &'static str, at: &'static [At], lost: bool) -> Prediction {
+    Prediction {
+        variant,
+        at,
+        invariants: if lost { ACK_LOST } else { ACK },
+        anomalies: LOST_WRITE,
+        says: SYNC_NORMAL,
+        hidden: SYNC_NORMAL_HIDDEN,
+    }
+}
+
+/// `sync-off`: these invariants at `at`, the acknowledged commits lost.
+const fn sync_off(
+    variant: &'static str,
+    at: &'static [At],
+    broken: &'static [Invariant],
+) -> Prediction {
+    Prediction {
+        variant,
+        at,
+        invariants: broken,
+        anomalies: LOST_WRITE,
+        says: SYNC_OFF,
+        hidden: SYNC_OFF_HIDDEN,
+    }
 }
 
 const SYNC_NORMAL: &str = "the receiver's acknowledged effect rolls back (WAL, NORMAL: the long-lived receiver never checkpoints, so nothing it committed is synced): a lost-write the dispatcher holds a receipt for, or an acknowledged commit gone";
@@ -23,79 +65,32 @@ const SYNC_OFF_HIDDEN: &str =
     "where a case holds, recovery made again what the cut took, or the cut kept it";
 
 pub static POWER_PREDICTIONS: &[Prediction] = &[
-    Prediction {
-        variant: "sync-normal/drop",
-        at: &[at("intent.after-commit", &[1])],
-        invariants: &[Invariant::AcknowledgedDurable],
-        anomalies: &[],
-        says: SYNC_NORMAL,
-        hidden: SYNC_NORMAL_HIDDEN,
-    },
-    Prediction {
-        variant: "sync-normal/drop",
-        at: &[
-            at("receiver.before-effect-commit", &[2]),
-            at("receiver.after-effect-commit", &[2]),
-        ],
-        invariants: &[Invariant::NoLostEffect, Invariant::AcknowledgedDurable],
-        anomalies: &[Anomaly::LostWrite],
-        says: SYNC_NORMAL,
-        hidden: SYNC_NORMAL_HIDDEN,
-    },
-    Prediction {
-        variant: "sync-normal/torn",
-        at: &[at("intent.after-commit", &[1])],
-        invariants: &[Invariant::AcknowledgedDurable],
-        anomalies: &[],
-        says: SYNC_NORMAL,
-        hidden: SYNC_NORMAL_HIDDEN,
-    },
-    Prediction {
-        variant: "sync-normal/torn",
-        at: &[
-            at("receiver.before-effect-commit", &[2]),
-            at("receiver.after-effect-commit", &[2]),
-        ],
-        invariants: &[Invariant::NoLostEffect, Invariant::AcknowledgedDurable],
-        anomalies: &[Anomaly::LostWrite],
-        says: SYNC_NORMAL,
-        hidden: SYNC_NORMAL_HIDDEN,
-    },
-    Prediction {
-        variant: "sync-normal/prefix",
-        at: &[
+    sync_normal("sync-normal/drop", INTENT_1, false),
+    sync_normal("sync-normal/drop", RECEIVER_2, true),
+    sync_normal("sync-normal/torn", INTENT_1, false),
+    sync_normal("sync-normal/torn", RECEIVER_2, true),
+    sync_normal(
+        "sync-normal/prefix",
+        &[
             at("intent.after-commit", &[1]),
             at("dispatcher.after-response", &[2]),
             at("dispatcher.before-receipt-commit", &[2]),
             at("dispatcher.after-history-commit", &[2]),
         ],
-        invariants: &[Invariant::AcknowledgedDurable],
-        anomalies: &[],
-        says: SYNC_NORMAL,
-        hidden: SYNC_NORMAL_HIDDEN,
-    },
-    Prediction {
-        variant: "sync-normal/prefix",
-        at: &[
-            at("receiver.before-effect-commit", &[2]),
-            at("receiver.after-effect-commit", &[2]),
-        ],
-        invariants: &[Invariant::NoLostEffect, Invariant::AcknowledgedDurable],
-        anomalies: &[Anomaly::LostWrite],
-        says: SYNC_NORMAL,
-        hidden: SYNC_NORMAL_HIDDEN,
-    },
+        false,
+    ),
+    sync_normal("sync-normal/prefix", RECEIVER_2, true),
     Prediction {
         variant: "journal-delete/drop",
-        at: &[at("intent.after-commit", &[1])],
-        invariants: &[Invariant::AcknowledgedDurable],
-        anomalies: &[],
+        at: INTENT_1,
+        invariants: ACK,
+        anomalies: LOST_WRITE,
         says: JOURNAL_DELETE,
         hidden: JOURNAL_DELETE_HIDDEN,
     },
-    Prediction {
-        variant: "sync-off/drop",
-        at: &[
+    sync_off(
+        "sync-off/drop",
+        &[
             at("intent.after-commit", &[1]),
             at("dispatcher.before-attempt-commit", &[1, 2]),
             at("dispatcher.after-attempt-commit", &[1, 2]),
@@ -107,14 +102,11 @@ pub static POWER_PREDICTIONS: &[Prediction] = &[
             at("receiver.before-effect-commit", &[1, 2]),
             at("receiver.after-effect-commit", &[1, 2]),
         ],
-        invariants: &[Invariant::AcknowledgedDurable],
-        anomalies: &[],
-        says: SYNC_OFF,
-        hidden: SYNC_OFF_HIDDEN,
-    },
-    Prediction {
-        variant: "sync-off/torn",
-        at: &[
+        ACK,
+    ),
+    sync_off(
+        "sync-off/torn",
+        &[
             at("intent.after-commit", &[1]),
             at("dispatcher.before-attempt-commit", &[1, 2]),
             at("dispatcher.after-attempt-commit", &[1, 2]),
@@ -126,32 +118,23 @@ pub static POWER_PREDICTIONS: &[Prediction] = &[
             at("receiver.before-effect-commit", &[2]),
             at("receiver.after-effect-commit", &[1]),
         ],
-        invariants: &[Invariant::AcknowledgedDurable],
-        anomalies: &[],
-        says: SYNC_OFF,
-        hidden: SYNC_OFF_HIDDEN,
-    },
-    Prediction {
-        variant: "sync-off/torn",
-        at: &[
+        ACK,
+    ),
+    sync_off(
+        "sync-off/torn",
+        &[
             at("receiver.before-effect-commit", &[1]),
             at("receiver.after-effect-commit", &[2]),
         ],
-        invariants: &[Invariant::NoLostEffect, Invariant::AcknowledgedDurable],
-        anomalies: &[],
-        says: SYNC_OFF,
-        hidden: SYNC_OFF_HIDDEN,
-    },
-    Prediction {
-        variant: "sync-off/prefix",
-        at: &[
+        ACK_LOST,
+    ),
+    sync_off(
+        "sync-off/prefix",
+        &[
             at("intent.after-commit", &[1]),
             at("dispatcher.before-attempt-commit", &[1]),
             at("receiver.before-effect-commit", &[2]),
         ],
-        invariants: &[Invariant::AcknowledgedDurable],
-        anomalies: &[],
-        says: SYNC_OFF,
-        hidden: SYNC_OFF_HIDDEN,
-    },
+        ACK,
+    ),
 ];

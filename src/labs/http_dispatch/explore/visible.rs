@@ -2,9 +2,9 @@
 //! `COMMITTED` line) is in the files. Every shape the roles report is known here; an unknown
 //! shape is an error, never a pass.
 
-use super::state::Observed;
+use crate::labs::http_dispatch::readback::State;
 
-pub fn visible(o: &Observed, rest: &str) -> Result<(), String> {
+pub fn visible(o: &State, rest: &str) -> Result<(), String> {
     let w: Vec<&str> = rest.split_whitespace().collect();
     let at = |i: usize| -> Result<&str, String> {
         w.get(i).copied().ok_or_else(|| {

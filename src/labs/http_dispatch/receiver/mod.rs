@@ -27,7 +27,8 @@ use crate::labs::http_dispatch::schema::RECEIVER;
 use crate::out;
 use crate::store::{self, Access};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum Mode {
     /// Durable idempotency ledger: one effect per key
     Keyed,

@@ -8,6 +8,13 @@
 //! retries. `sync-off` syncs nothing, ever: whole files go, acknowledged commits vanish,
 //! effects outlive the contracts they credit (G1a), some files are left corrupt (the roles
 //! refuse them, exit 2, and the case counts what they held as lost).
+//!
+//! Under `--cut exhaustive` (every state of each cut, at most 4096 per crash point, seed 1)
+//! a case breaks when any of its states does, with every invariant any of them broke.
+//! There `sync-normal` also loses a message for good: the publisher's mark survives in the
+//! sender's file while the queue's frame that held the delivery does not (two files' unsynced
+//! writes are not ordered), so nothing publishes it again (`unseen`); no seeded cut leaves
+//! that state.
 
 use crate::engine::explore::invariant::Invariant;
 use crate::engine::explore::plan::{At, Prediction};
@@ -24,13 +31,15 @@ const JOURNAL_DELETE_HIDDEN: &str = "in the torn and prefix cuts of this seed th
 const SYNC_OFF: &str = "anything unsynced is lost, up to whole files: acknowledged commits vanish, effects outlive the contracts they credit (G1a), files are left corrupt";
 const SYNC_OFF_HIDDEN: &str =
     "where a case holds, recovery made again what the cut took, or the cut kept it";
+const SYNC_NORMAL_LOST: &str = "a delivery is lost for good: the Outbox row's mark survives in sender.db while the queue's unsynced frame that held the delivery does not (WAL, NORMAL: two files' writes are not ordered), so nothing publishes it again";
+const EXHAUSTIVE_HIDDEN: &str = "in every state of these points recovery makes again what the cut took, or the cut kept it (bounded points: in every state run)";
 
 pub static POWER_PREDICTIONS: &[Prediction] = &[
     Prediction {
         variant: "sync-normal/drop",
         at: &[at("enqueue.after-commit", &[1])],
         invariants: &[Invariant::AcknowledgedDurable],
-        anomalies: &[],
+        anomalies: &[Anomaly::LostWrite],
         says: SYNC_NORMAL,
         hidden: SYNC_NORMAL_HIDDEN,
     },
@@ -38,7 +47,7 @@ pub static POWER_PREDICTIONS: &[Prediction] = &[
         variant: "sync-normal/torn",
         at: &[at("enqueue.after-commit", &[1])],
         invariants: &[Invariant::AcknowledgedDurable],
-        anomalies: &[],
+        anomalies: &[Anomaly::LostWrite],
         says: SYNC_NORMAL,
         hidden: SYNC_NORMAL_HIDDEN,
     },
@@ -46,7 +55,7 @@ pub static POWER_PREDICTIONS: &[Prediction] = &[
         variant: "sync-normal/prefix",
         at: &[at("enqueue.after-commit", &[1])],
         invariants: &[Invariant::AcknowledgedDurable],
-        anomalies: &[],
+        anomalies: &[Anomaly::LostWrite],
         says: SYNC_NORMAL,
         hidden: SYNC_NORMAL_HIDDEN,
     },
@@ -54,7 +63,7 @@ pub static POWER_PREDICTIONS: &[Prediction] = &[
         variant: "journal-delete/drop",
         at: &[at("enqueue.after-commit", &[1])],
         invariants: &[Invariant::AcknowledgedDurable],
-        anomalies: &[],
+        anomalies: &[Anomaly::LostWrite],
         says: JOURNAL_DELETE,
         hidden: JOURNAL_DELETE_HIDDEN,
     },
@@ -67,7 +76,7 @@ pub static POWER_PREDICTIONS: &[Prediction] = &[
             at("publisher.after-mark-sent", &[1, 2]),
         ],
         invariants: &[Invariant::NoDuplicateEffect, Invariant::AcknowledgedDurable],
-        anomalies: &[Anomaly::G1a],
+        anomalies: &[Anomaly::LostWrite, Anomaly::G1a],
         says: SYNC_OFF,
         hidden: SYNC_OFF_HIDDEN,
     },
@@ -84,7 +93,7 @@ pub static POWER_PREDICTIONS: &[Prediction] = &[
             at("enqueue.after-commit", &[1]),
         ],
         invariants: &[Invariant::AcknowledgedDurable],
-        anomalies: &[],
+        anomalies: &[Anomaly::LostWrite],
         says: SYNC_OFF,
         hidden: SYNC_OFF_HIDDEN,
     },
@@ -103,7 +112,7 @@ pub static POWER_PREDICTIONS: &[Prediction] = &[
             at("consumer.after-ack", &[1, 2, 3]),
         ],
         invariants: &[Invariant::NoDuplicateEffect, Invariant::AcknowledgedDurable],
-        anomalies: &[Anomaly::G1a],
+        anomalies: &[Anomaly::LostWrite, Anomaly::G1a],
         says: SYNC_OFF,
         hidden: SYNC_OFF_HIDDEN,
     },
@@ -115,7 +124,7 @@ pub static POWER_PREDICTIONS: &[Prediction] = &[
             at("enqueue.after-commit", &[1]),
         ],
         invariants: &[Invariant::NoLostEffect, Invariant::AcknowledgedDurable],
-        anomalies: &[],
+        anomalies: &[Anomaly::LostWrite],
         says: SYNC_OFF,
         hidden: SYNC_OFF_HIDDEN,
     },
@@ -128,7 +137,7 @@ pub static POWER_PREDICTIONS: &[Prediction] = &[
             at("publisher.after-mark-sent", &[1]),
         ],
         invariants: &[Invariant::NoDuplicateEffect, Invariant::AcknowledgedDurable],
-        anomalies: &[Anomaly::G1a],
+        anomalies: &[Anomaly::LostWrite, Anomaly::G1a],
         says: SYNC_OFF,
         hidden: SYNC_OFF_HIDDEN,
     },
@@ -141,7 +150,7 @@ pub static POWER_PREDICTIONS: &[Prediction] = &[
             at("enqueue.after-commit", &[1]),
         ],
         invariants: &[Invariant::AcknowledgedDurable],
-        anomalies: &[],
+        anomalies: &[Anomaly::LostWrite],
         says: SYNC_OFF,
         hidden: SYNC_OFF_HIDDEN,
     },
@@ -152,8 +161,89 @@ pub static POWER_PREDICTIONS: &[Prediction] = &[
             at("consumer.after-ack", &[1]),
         ],
         invariants: &[Invariant::NoLostEffect, Invariant::AcknowledgedDurable],
-        anomalies: &[],
+        anomalies: &[Anomaly::LostWrite],
         says: SYNC_OFF,
         hidden: SYNC_OFF_HIDDEN,
+    },
+    Prediction {
+        variant: "sync-normal/exhaustive",
+        at: &[at("enqueue.after-commit", &[1])],
+        invariants: &[Invariant::AcknowledgedDurable],
+        anomalies: &[Anomaly::LostWrite],
+        says: SYNC_NORMAL,
+        hidden: EXHAUSTIVE_HIDDEN,
+    },
+    Prediction {
+        variant: "sync-normal/exhaustive",
+        at: &[
+            at("publisher.after-mark-sent", &[2]),
+            at("consumer.before-claim-commit", &[3]),
+            at("consumer.after-claim-commit", &[3]),
+            at("consumer.before-ack", &[3]),
+            at("consumer.after-ack", &[2, 3]),
+        ],
+        invariants: &[Invariant::NoLostEffect, Invariant::AcknowledgedDurable],
+        anomalies: &[Anomaly::LostWrite, Anomaly::Unseen],
+        says: SYNC_NORMAL_LOST,
+        hidden: EXHAUSTIVE_HIDDEN,
+    },
+    Prediction {
+        variant: "journal-delete/exhaustive",
+        at: &[at("enqueue.after-commit", &[1])],
+        invariants: &[Invariant::AcknowledgedDurable],
+        anomalies: &[Anomaly::LostWrite],
+        says: JOURNAL_DELETE,
+        hidden: EXHAUSTIVE_HIDDEN,
+    },
+    Prediction {
+        variant: "sync-off/exhaustive",
+        at: &[
+            at("publisher.before-queue-commit", &[1, 2]),
+            at("publisher.after-queue-commit", &[1, 2]),
+            at("publisher.before-mark-sent", &[1, 2]),
+            at("publisher.after-mark-sent", &[1]),
+        ],
+        invariants: &[
+            Invariant::NoLostEffect,
+            Invariant::NoDuplicateEffect,
+            Invariant::AcknowledgedDurable,
+        ],
+        anomalies: &[Anomaly::LostWrite, Anomaly::G1a],
+        says: SYNC_OFF,
+        hidden: EXHAUSTIVE_HIDDEN,
+    },
+    Prediction {
+        variant: "sync-off/exhaustive",
+        at: &[at("publisher.after-mark-sent", &[2])],
+        invariants: &[
+            Invariant::NoLostEffect,
+            Invariant::NoDuplicateEffect,
+            Invariant::AcknowledgedDurable,
+        ],
+        anomalies: &[Anomaly::LostWrite, Anomaly::Unseen, Anomaly::G1a],
+        says: SYNC_OFF,
+        hidden: EXHAUSTIVE_HIDDEN,
+    },
+    Prediction {
+        variant: "sync-off/exhaustive",
+        at: &[
+            at("consumer.before-claim-commit", &[1, 2, 3]),
+            at("consumer.after-claim-commit", &[1, 2, 3]),
+            at("consumer.before-receiver-commit", &[1, 2]),
+            at("consumer.after-receiver-commit", &[1, 2]),
+            at("consumer.before-ack", &[1, 2, 3]),
+            at("consumer.after-ack", &[1, 2, 3]),
+            at("enqueue.before-commit", &[1]),
+            at("enqueue.after-commit", &[1]),
+        ],
+        invariants: &[
+            Invariant::NoLostEffect,
+            Invariant::NoDuplicateEffect,
+            Invariant::NothingStuck,
+            Invariant::AcknowledgedDurable,
+        ],
+        anomalies: &[Anomaly::LostWrite, Anomaly::Unseen, Anomaly::G1a],
+        says: SYNC_OFF,
+        hidden: EXHAUSTIVE_HIDDEN,
     },
 ];

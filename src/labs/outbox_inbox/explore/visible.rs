@@ -1,8 +1,8 @@
 //! Whether what a `commit` event of lab 14 claims (`<db> <what>`, the words of its
-//! `COMMITTED` line) is in the files. Every shape the phases report is known here; an unknown
-//! shape is an error, never a pass.
+//! `COMMITTED` line) is in the stores, on either stack. Every shape the roles report is known
+//! here; an unknown shape is an error, never a pass.
 
-use super::state::Observed;
+use super::super::state::State;
 
 fn word<'a>(words: &[&'a str], at: usize) -> Result<&'a str, String> {
     words
@@ -18,7 +18,7 @@ fn number(text: &str) -> Result<i64, String> {
 
 /// Whether what a `COMMITTED <db> <what>` line claims is in the files. Every shape the phases
 /// print is known here; an unknown shape is an error, never a pass.
-pub fn visible(o: &Observed, rest: &str) -> Result<(), String> {
+pub fn visible(o: &State, rest: &str) -> Result<(), String> {
     let w: Vec<&str> = rest.split_whitespace().collect();
     let delivery = |id: i64| o.deliveries.iter().find(|d| d.id == id);
     let outbox = |m: &str| o.outbox.iter().find(|r| r.message == m);
@@ -121,6 +121,14 @@ pub fn visible(o: &Observed, rest: &str) -> Result<(), String> {
             }
             Ok(())
         }
+        // receiver receipt of OUTCOME delivery TAG message M (the broker's stack)
+        ("receiver", "receipt") => {
+            let m = word(&w, w.len().saturating_sub(1))?;
+            ok(
+                o.receipts.iter().any(|r| r.message == m),
+                format!("no receipt of {m} in the receiver"),
+            )
+        }
         // receiver inbox retention deleted N rows: a deletion, nothing to find.
         ("receiver", "inbox") if word(&w, 2)? == "retention" => Ok(()),
         // receiver inbox of delivery ID message M | of N deliveries A..B (split-inbox-tx)
@@ -182,6 +190,7 @@ mod tests {
             "receiver inbox of delivery 1 message M1",
             "receiver ledger for message M1 (+25 to C1)",
             "receiver inbox and ledger for 1 messages",
+            "receiver inbox retention deleted 3 rows",
         ] {
             assert_eq!(visible(&o, line), Ok(()), "{line}");
         }
@@ -193,8 +202,18 @@ mod tests {
             "receiver ledger for message M2 (+25 to C2)",
             "receiver inbox and ledger for 4 messages",
             "queue something new",
+            "receiver receipt of duplicate delivery 1 message M1",
         ] {
             assert!(visible(&o, line).is_err(), "{line}");
         }
+        let mut o = o;
+        o.receipts.push(crate::labs::outbox_inbox::state::Receipt {
+            message: "M1".into(),
+            outcome: "duplicate".into(),
+            redelivered: true,
+            handled: 1,
+        });
+        let line = "receiver receipt of duplicate delivery 1 message M1";
+        assert_eq!(visible(&o, line), Ok(()));
     }
 }

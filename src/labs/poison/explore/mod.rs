@@ -12,11 +12,12 @@ use super::lab::{AMOUNTS, FIXED_AMOUNT};
 use super::model::Variant;
 use super::points;
 use super::readback::{self, Detail};
-use super::roles::{self, Consume, FILES};
+use super::roles::{Consume, Produce, Replay, QUEUE, RECEIVER};
 use crate::engine::explore::invariant::Invariant;
 use crate::engine::explore::plan::{At, ExplorePlan, Judgement, Prediction, Words};
 use crate::engine::explore::steps::Steps;
 use crate::engine::jepsen::Anomaly;
+use crate::role::Role;
 
 pub struct Exploration;
 
@@ -64,11 +65,11 @@ fn variant(design: &str) -> Variant {
 }
 
 fn consume(v: Variant) -> Vec<String> {
-    roles::consume(&FILES, &Consume::of(v)).into_vec()
+    Consume::of(v).argv().into_vec()
 }
 
 fn replay(message: &str) -> Vec<String> {
-    roles::replay(&FILES, message, Some(FIXED_AMOUNT)).into_vec()
+    Replay::of(message, Some(FIXED_AMOUNT)).argv().into_vec()
 }
 
 fn observed(steps: &mut Steps<'_>) -> Result<Detail> {
@@ -76,7 +77,7 @@ fn observed(steps: &mut Steps<'_>) -> Result<Detail> {
         return Ok(o.clone());
     }
     let w = steps.work();
-    let o = readback::detail(&w.join(FILES.queue), &w.join(FILES.receiver))?;
+    let o = readback::detail(&w.join(QUEUE), &w.join(RECEIVER))?;
     steps.set_memo(o.clone());
     Ok(o)
 }
@@ -99,12 +100,12 @@ impl ExplorePlan for Exploration {
     }
 
     fn databases(&self) -> &'static [&'static str] {
-        super::lab::LAB.databases
+        super::lab::ON_SQLITE.databases
     }
 
     fn scenario(&self, design: &'static str, steps: &mut Steps<'_>) -> Result<()> {
         let v = variant(design);
-        steps.run("", roles::produce(&FILES, AMOUNTS).into_vec())?;
+        steps.run("", Produce::of(AMOUNTS).argv().into_vec())?;
         steps.run("", consume(v))?;
         // The operator replays the parked poison with its fix, unless the consumer crashed
         // before it could park it (recovery replays it then).
@@ -142,7 +143,7 @@ impl ExplorePlan for Exploration {
 
     fn judge(&self, steps: &Steps<'_>) -> Result<Judgement> {
         let w = steps.work();
-        let o = readback::detail(&w.join(FILES.queue), &w.join(FILES.receiver))?;
+        let o = readback::detail(&w.join(QUEUE), &w.join(RECEIVER))?;
         Ok(check::judge(&o, steps.records()))
     }
 

@@ -142,19 +142,12 @@ mod tests {
         }
     }
 
-    fn commit(db: &str, what: &str) -> Event {
-        Event::Commit {
-            db: db.into(),
-            what: what.into(),
-        }
-    }
-
     /// The forced schedule's records, in the order the processes ended: B, the first
     /// poll (8), A (7), the second poll (`second` publishes these).
     fn records(advance: &str, second: &[&str]) -> Vec<StepRecord> {
         let mut polled = vec![];
         if !second.is_empty() {
-            polled.push(commit(
+            polled.push(Event::commit(
                 "receiver",
                 &format!("publish of poll 2: messages {}", second.join(",")),
             ));
@@ -162,23 +155,26 @@ mod tests {
                 item: id.to_string(),
             }));
         }
-        polled.push(commit("outbox", &format!("advance of poll 2: {advance}")));
+        polled.push(Event::commit(
+            "outbox",
+            &format!("advance of poll 2: {advance}"),
+        ));
         vec![
             record(
                 "gap-write",
-                vec![commit("outbox", "write of message 8 by B")],
+                vec![Event::commit("outbox", "write of message 8 by B")],
             ),
             record(
                 "gap-relay",
                 vec![
-                    commit("receiver", "publish of poll 1: messages 8"),
+                    Event::commit("receiver", "publish of poll 1: messages 8"),
                     Event::Applied { item: "8".into() },
-                    commit("outbox", &format!("advance of poll 1: {advance}")),
+                    Event::commit("outbox", &format!("advance of poll 1: {advance}")),
                 ],
             ),
             record(
                 "gap-write",
-                vec![commit("outbox", "write of message 7 by A")],
+                vec![Event::commit("outbox", "write of message 7 by A")],
             ),
             record("gap-relay", polled),
         ]

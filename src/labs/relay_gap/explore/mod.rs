@@ -11,14 +11,16 @@
 
 use anyhow::Result;
 
-use super::pg::Pg;
 use super::readback::{self, State};
-use super::roles;
-use super::schema::{OUTBOX, RECEIVER};
+use super::relay::{Variant, VARIANTS};
+use super::roles::{Init, Relay, Write, OUTBOX_DB, RECEIVER_DB};
+use super::schema::OUTBOX;
 use crate::engine::explore::invariant::Invariant;
 use crate::engine::explore::plan::{At, ExplorePlan, Judgement, Prediction, Words};
 use crate::engine::explore::steps::{StepRecord, Steps};
 use crate::engine::jepsen::Anomaly;
+use crate::role::Role;
+use crate::store::pg::Session;
 
 mod check;
 pub use check::judge;
@@ -55,8 +57,13 @@ pub static SERVER_PREDICTIONS: &[Prediction] = &[Prediction {
 
 /// When the case's PostgreSQL started (`pg_postmaster_start_time()`): a restart changes it.
 fn boot_time(work: &std::path::Path) -> Result<String> {
-    let mut db = Pg::connect_in(work, OUTBOX.db, roles::OUTBOX_DB, "explore", false)?;
-    db.text("SELECT pg_postmaster_start_time()::text")
+    let mut db = super::pg::open_in(work, OUTBOX_DB, &OUTBOX, Session::ReadOnly, false)?;
+    let booted = super::pg::run(&mut db, "SELECT pg_postmaster_start_time()::text", &[])?;
+    let cell = booted
+        .rows
+        .first()
+        .and_then(|r| r.first().cloned().flatten());
+    cell.ok_or_else(|| anyhow::anyhow!("the server gave no start time"))
 }
 
 static WORDS: Words = Words {
@@ -84,10 +91,8 @@ pub struct Observed {
 
 impl Observed {
     fn read(work: &std::path::Path, design: &str) -> Result<Observed> {
-        let mut ob = Pg::connect_in(work, OUTBOX.db, roles::OUTBOX_DB, "explore", false)?;
-        let mut rx = Pg::connect_in(work, RECEIVER.db, roles::RECEIVER_DB, "explore", false)?;
-        let state = readback::state_of(&mut ob, &mut rx).map_err(anyhow::Error::msg)?;
-        let owed = readback::owed(&mut ob, design, &state).map_err(anyhow::Error::msg)?;
+        let dbs = (OUTBOX_DB, RECEIVER_DB);
+        let (state, owed) = readback::read_in(work, dbs, Some(design))?;
         Ok(Observed { state, owed })
     }
 }
@@ -98,7 +103,7 @@ impl ExplorePlan for Exploration {
     }
 
     fn designs(&self) -> &'static [&'static str] {
-        roles::VARIANTS
+        VARIANTS
     }
 
     fn predictions(&self) -> &'static [Prediction] {
@@ -110,25 +115,24 @@ impl ExplorePlan for Exploration {
     }
 
     fn databases(&self) -> &'static [&'static str] {
-        super::lab::LAB.databases
+        super::lab::ON_SERVERS.databases
     }
 
     /// A is started in the background and stops itself inside its transaction (the pause
     /// nemesis); it is continued after the first poll.
     fn scenario(&self, design: &'static str, steps: &mut Steps<'_>) -> Result<()> {
-        steps.run("init", roles::init().into_vec())?;
-        let a = roles::write(
+        let relay = || Relay::of(Variant::named(design)).argv().into_vec();
+        steps.run("init", Init::of().argv().into_vec())?;
+        let a = Write::of(
             "A",
             super::lab::BODY_A,
             Some(super::points::WRITE_AFTER_INSERT),
         );
         let booted = boot_time(steps.work())?;
-        let writer_a = steps.start_paused("writer-a", a.into_vec())?;
-        steps.run(
-            "writer-b",
-            roles::write("B", super::lab::BODY_B, None).into_vec(),
-        )?;
-        steps.run("relay-1", roles::relay(design).into_vec())?;
+        let writer_a = steps.start_paused("writer-a", a.argv().into_vec())?;
+        let b = Write::of("B", super::lab::BODY_B, None);
+        steps.run("writer-b", b.argv().into_vec())?;
+        steps.run("relay-1", relay())?;
         // A nemesis that kills the server (after the first poll's crash) ends A's open
         // transaction with it: A's commit finds no connection (exit 69) and 7 never commits.
         // The server's own boot time says whether it was restarted while A was stopped.
@@ -139,7 +143,7 @@ impl ExplorePlan for Exploration {
                 steps.expect_last(crate::fail::EXIT_UNAVAILABLE);
             }
         }
-        steps.run("relay-2", roles::relay(design).into_vec())
+        steps.run("relay-2", relay())
     }
 
     fn recover(&self, design: &'static str, _round: u32, steps: &mut Steps<'_>) -> Result<bool> {
@@ -147,7 +151,8 @@ impl ExplorePlan for Exploration {
         let owed = o.owed > 0;
         steps.set_memo(o);
         if owed {
-            steps.run("relay", roles::relay(design).into_vec())?;
+            let relay = Relay::of(Variant::named(design));
+            steps.run("relay", relay.argv().into_vec())?;
         }
         Ok(owed)
     }

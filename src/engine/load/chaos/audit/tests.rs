@@ -28,7 +28,7 @@ fn process(step: &str, exit: i32, signal: Option<i32>) -> Process {
 
 /// A run of 40 messages with one broker kill (seed 3) that took consumer-c1.1 down.
 fn run() -> (
-    &'static Lab,
+    &'static LabStack,
     &'static dyn LoadProfile,
     Options,
     Value,
@@ -37,9 +37,7 @@ fn run() -> (
 ) {
     // A lab on a database server and a broker, with a load profile (the engine names
     // no lab: the first the registry has).
-    let lab = crate::engine::registry::labs()
-        .iter()
-        .copied()
+    let lab = crate::engine::registry::stacks()
         .find(|l| l.load.is_some() && l.stack.is_some_and(|d| !d.queues.is_empty()))
         .expect("a lab on servers has a load profile");
     let (def, profile) = (lab.stack.unwrap(), lab.load.unwrap());
