@@ -56,7 +56,6 @@ pub static ON_SQLITE: LabStack = LabStack {
     schemas: &[&SENDER, &QUEUE, &RECEIVER],
     readback: replayed,
     replay: super::replay::ON_SQLITE,
-    cli: None,
     stack: None,
     crash_modes: crash_mode::ON_FILES,
 };
@@ -95,7 +94,6 @@ pub static ON_SERVERS: LabStack = LabStack {
     // replayed; the server store checks the databases' digests instead.
     readback: |_, _| None,
     replay: super::replay::ON_SERVERS,
-    cli: None,
     stack: Some(&STACK),
     crash_modes: crash_mode::ON_SERVERS,
 };
