@@ -267,15 +267,7 @@ impl Broker {
 
     /// `basic.ack` of one delivery.
     pub fn ack(&mut self, got: &Got) -> Result<()> {
-        self.runtime.bound(
-            "basic.ack",
-            OPERATION_TIMEOUT_MS,
-            self.channel
-                .basic_ack(got.tag, BasicAckOptions { multiple: false }),
-        )?;
-        out::line(&format!("AMQP ack message={} tag={}", got.message, got.tag));
-        out::flush();
-        Ok(())
+        self.acked(got, false)
     }
 
     /// Take the next message with manual ack, asking again every `POLL_MS` for up to
@@ -306,17 +298,23 @@ impl Broker {
     /// ack was taken. An error: the channel or its connection is gone (the broker closed it
     /// and requeued the delivery), the ack did nothing.
     pub fn ack_settled(&mut self, got: &Got) -> Result<()> {
+        self.acked(got, true)
+    }
+
+    fn acked(&mut self, got: &Got, proved: bool) -> Result<()> {
         self.runtime.bound(
             "basic.ack",
             OPERATION_TIMEOUT_MS,
             self.channel
                 .basic_ack(got.tag, BasicAckOptions { multiple: false }),
         )?;
-        self.runtime.bound(
-            "basic.qos after the ack",
-            OPERATION_TIMEOUT_MS,
-            self.channel.basic_qos(0, BasicQosOptions::default()),
-        )?;
+        if proved {
+            self.runtime.bound(
+                "basic.qos after the ack",
+                OPERATION_TIMEOUT_MS,
+                self.channel.basic_qos(0, BasicQosOptions::default()),
+            )?;
+        }
         out::line(&format!("AMQP ack message={} tag={}", got.message, got.tag));
         out::flush();
         Ok(())

@@ -11,7 +11,6 @@ use std::path::Path;
 use anyhow::Result;
 
 use super::points;
-use super::roles::Variant;
 use super::stack::Stack;
 use crate::crash;
 use crate::fail;
@@ -22,7 +21,8 @@ use crate::out;
 pub struct Options<'a> {
     pub port_file: &'a Path,
     pub consumer: &'a str,
-    pub variant: Variant,
+    /// The call carries the message id as its Idempotency-Key.
+    pub keyed: bool,
     pub timeout_ms: u64,
 }
 
@@ -70,7 +70,7 @@ pub fn run(stack: Stack, mut transport: Box<dyn Transport>, o: &Options<'_>) -> 
     };
     crash::point(points::taken(stack));
     // The side effect: one bounded call, keyed by the message id or not at all.
-    let key = (o.variant == Variant::Keyed).then_some(taken.id.as_str());
+    let key = o.keyed.then_some(taken.id.as_str());
     let agent = client::agent(o.timeout_ms);
     let reply = match client::post(&agent, port, key, &taken.body) {
         Ok(reply) => reply,

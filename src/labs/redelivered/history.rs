@@ -14,6 +14,14 @@ use crate::engine::observed::{events_of, named, History, Seen};
 use crate::events::Event;
 use crate::role::Role;
 
+/// The one message of every scenario and explore case: its id and body.
+pub const MESSAGE: (&str, &str) = ("M1", r#"{"amount":25,"to":"R1"}"#);
+
+/// The scenarios that show the second effect on purpose.
+pub fn expects_duplicate(scenario: &str) -> bool {
+    scenario.starts_with("unkeyed-")
+}
+
 pub fn on_sqlite(scenario: &str, steps: &[Seen<'_>]) -> Option<History> {
     Some(history(Stack::Sqlite, scenario, steps))
 }
@@ -50,7 +58,7 @@ fn history(stack: Stack, scenario: &str, steps: &[Seen<'_>]) -> History {
             } else {
                 Outcome::Info
             };
-            vec![op(super::lab::MESSAGE.0.to_string(), outcome)]
+            vec![op(MESSAGE.0.to_string(), outcome)]
         }
     };
     let single = ops.len() == 1;
@@ -69,53 +77,9 @@ fn history(stack: Stack, scenario: &str, steps: &[Seen<'_>]) -> History {
             ops[at].effects += u32::from(effect);
         }
     }
-    let expected = match super::lab::expects_duplicate(scenario) {
+    let expected = match expects_duplicate(scenario) {
         true => vec![Anomaly::Duplicate],
         false => Vec::new(),
     };
     History::redelivery_allowed(ops, &expected)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::engine::observed::judge;
-    use crate::labs::redelivered::lab::{ON_SERVERS, ON_SQLITE};
-
-    #[test]
-    fn a_replay_is_allowed_and_the_unkeyed_double_effect_is_expected_only_there() {
-        let on_sqlite = [Event::Commit {
-            db: "queue".into(),
-            what: "enqueue of message M1".into(),
-        }];
-        let on_servers = [Event::End { code: 0 }];
-        let keyed = [
-            Event::Applied { item: "M1".into() },
-            Event::Duplicate { item: "M1".into() },
-        ];
-        let unkeyed = [
-            Event::Applied { item: "-".into() },
-            Event::Applied { item: "-".into() },
-        ];
-        for (lab, enqueue) in [(&ON_SQLITE, &on_sqlite[..]), (&ON_SERVERS, &on_servers[..])] {
-            let run = |scenario: &str, receiver: &[Event]| {
-                let steps = [
-                    Seen::of(Enqueue::NAME, enqueue),
-                    Seen::of(RECEIVER, receiver),
-                ];
-                judge(lab, scenario, &steps).unwrap()
-            };
-            let f = run("keyed-pause-after-call", &keyed);
-            assert!(f.ok, "{f:?}");
-            assert_eq!(f.summary, "duplicate-delivery x1 (allowed)");
-            let f = run("unkeyed-pause-after-call", &unkeyed);
-            assert!(
-                f.ok && f.expected_anomalies == [Anomaly::Duplicate],
-                "{f:?}"
-            );
-            // The double effect where the key must absorb it fails; so does a missing one.
-            assert!(!run("keyed-pause-before-call", &unkeyed).ok);
-            assert!(!run("unkeyed-pause-before-call", &keyed).ok);
-        }
-    }
 }

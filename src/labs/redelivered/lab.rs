@@ -13,6 +13,7 @@
 //! the broker closes its connection and requeues the message, and B takes it flagged
 //! `redelivered` (A's ack does nothing: `CHANNEL-LOST`).
 
+use super::history::MESSAGE;
 use super::points;
 use super::roles::{self, Consumer, Enqueue, Variant, Verify, VARIANTS};
 use super::schema::{CONSUMER, QUEUE};
@@ -21,11 +22,10 @@ use super::stages;
 use crate::crash::Point;
 use crate::engine::scenario::{Background, Expect, Ready, Scenario, Step, Stop};
 use crate::engine::stack::StackDef;
-use crate::engine::state::server::ServerStore;
-use crate::engine::{crash_mode, Lab, LabStack};
+use crate::engine::{crash_mode, Databases, Lab, LabStack};
 use crate::fail::EXIT_OK;
 use crate::labs::http_dispatch::schema::RECEIVER;
-use crate::role::{entry, Role};
+use crate::role::{entry, Role, Stage};
 
 pub static LAB: Lab = Lab {
     id: "f3",
@@ -52,7 +52,7 @@ pub static ON_SQLITE: LabStack = LabStack {
     explore: Some(&super::explore::ON_SQLITE),
     history: super::history::on_sqlite,
     schemas: &[&QUEUE, &RECEIVER],
-    readback: super::state::replayed,
+    readback: replayed,
     replay: super::replay::ON_SQLITE,
     stack: None,
     crash_modes: crash_mode::ON_FILES_NO_CUT,
@@ -65,10 +65,6 @@ pub static STACK: StackDef = StackDef {
     databases: &["consumer"],
     queues: &["messages"],
     pg_settings: &[],
-};
-
-pub static SERVERS: ServerStore = ServerStore {
-    schemas: &[&CONSUMER],
 };
 
 pub static ON_SERVERS: LabStack = LabStack {
@@ -92,22 +88,6 @@ pub static ON_SERVERS: LabStack = LabStack {
     crash_modes: crash_mode::ON_SERVERS,
 };
 
-pub const MESSAGE: (&str, &str) = ("M1", r#"{"amount":25,"to":"R1"}"#);
-/// A's lease on SQLite: short, so B waits little.
-pub const LEASE_MS: u64 = 300;
-pub const CALL_TIMEOUT_MS: u64 = 5_000;
-
-/// How long consumer A, B and C each wait for the message. On SQLite B waits out A's lease,
-/// at most 10 s (bounded, never reached: A is stopped and cannot renew). On the servers B
-/// asks the broker again for up to 8 s: past its heartbeat timeout (about two intervals)
-/// with room to spare, inside the driver's default step timeout (10 s).
-pub const fn waits(stack: Stack) -> [u64; 3] {
-    match stack {
-        Stack::Sqlite => [10_000, 10_000, 10_000],
-        Stack::Servers => [0, 8_000, 0],
-    }
-}
-
 /// The line of A's ack that did nothing.
 fn lost(stack: Stack) -> &'static str {
     match stack {
@@ -117,7 +97,7 @@ fn lost(stack: Stack) -> &'static str {
 }
 
 fn verify(stack: Stack, scenario: &str, step: &str) -> Step {
-    let stage = stages::named(stack, &format!("{scenario}.{step}"));
+    let stage = Stage::named(stages::of(stack), &format!("{scenario}.{step}"));
     Step::of(
         step,
         &Verify::of(stack, Some(stage.name)).argv(),
@@ -130,7 +110,7 @@ fn verify(stack: Stack, scenario: &str, step: &str) -> Step {
 fn paused(stack: Stack, variant: &str, at: Point, when: &str) -> Scenario {
     let name = format!("{variant}-pause-{when}-call");
     let (id, body) = MESSAGE;
-    let [a, b, c] = waits(stack);
+    let [a, b, c] = stack.waits();
     let consumer = |who, wait_ms, pause_at| {
         Consumer::of(stack, who, Variant::named(variant), wait_ms, pause_at).argv()
     };
@@ -192,7 +172,56 @@ pub fn scenarios(stack: Stack) -> Vec<Scenario> {
     all
 }
 
-/// The scenarios that show the second effect on purpose.
-pub fn expects_duplicate(scenario: &str) -> bool {
-    scenario.starts_with("unkeyed-")
+/// The readback of `redeliver-verify` on the replayed files (engine::LabStack::readback).
+fn replayed(phase: &str, dbs: &Databases<'_>) -> Option<Result<serde_json::Value, String>> {
+    (phase == Verify::NAME).then(|| {
+        super::state::state_of(dbs.get("queue").copied(), dbs.get("receiver").copied())
+            .map(|s| serde_json::to_value(s).expect("a readback serializes"))
+            .map_err(|e| format!("reading the replayed files: {e:#}"))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::jepsen::Anomaly;
+    use crate::engine::observed::{judge, Seen};
+    use crate::events::Event;
+
+    #[test]
+    fn a_replay_is_allowed_and_the_unkeyed_double_effect_is_expected_only_there() {
+        let on_sqlite = [Event::Commit {
+            db: "queue".into(),
+            what: "enqueue of message M1".into(),
+        }];
+        let on_servers = [Event::End { code: 0 }];
+        let keyed = [
+            Event::Applied { item: "M1".into() },
+            Event::Duplicate { item: "M1".into() },
+        ];
+        let unkeyed = [
+            Event::Applied { item: "-".into() },
+            Event::Applied { item: "-".into() },
+        ];
+        for (lab, enqueue) in [(&ON_SQLITE, &on_sqlite[..]), (&ON_SERVERS, &on_servers[..])] {
+            let run = |scenario: &str, receiver: &[Event]| {
+                let steps = [
+                    Seen::of(Enqueue::NAME, enqueue),
+                    Seen::of(roles::RECEIVER, receiver),
+                ];
+                judge(lab, scenario, &steps).unwrap()
+            };
+            let f = run("keyed-pause-after-call", &keyed);
+            assert!(f.ok, "{f:?}");
+            assert_eq!(f.summary, "duplicate-delivery x1 (allowed)");
+            let f = run("unkeyed-pause-after-call", &unkeyed);
+            assert!(
+                f.ok && f.expected_anomalies == [Anomaly::Duplicate],
+                "{f:?}"
+            );
+            // The double effect where the key must absorb it fails; so does a missing one.
+            assert!(!run("keyed-pause-before-call", &unkeyed).ok);
+            assert!(!run("unkeyed-pause-before-call", &keyed).ok);
+        }
+    }
 }

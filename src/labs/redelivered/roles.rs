@@ -43,8 +43,13 @@ impl Variant {
 
 /// The largest lease, wait and call bound accepted (ms).
 pub const MS_MAX: u64 = 600_000;
-/// The consumer's heartbeat on the broker when `--heartbeat-s` is not given (s).
+/// The consumer's heartbeat on the broker when `--heartbeat-s` is not given (s): short, so
+/// the broker gives up on a stopped consumer in seconds.
 pub const HEARTBEAT_S: u16 = 1;
+/// The lease of the scenarios' consumers on SQLite: short, so B waits little.
+pub const LEASE_MS: u64 = 300;
+/// The bound of a consumer's call (connect and whole request).
+pub const CALL_TIMEOUT_MS: u64 = 5_000;
 
 /// Lab 13's receiver in `variant`'s mode, stopping by itself after `lifetime_ms` at most.
 pub fn receiver(variant: Variant, lifetime_ms: Option<u64>) -> Receiver {
@@ -165,10 +170,10 @@ impl Consumer {
             port_file: PORT_FILE.into(),
             consumer: name.into(),
             variant,
-            lease_ms: (stack == Stack::Sqlite).then_some(super::lab::LEASE_MS),
+            lease_ms: (stack == Stack::Sqlite).then_some(LEASE_MS),
             heartbeat_s: (stack == Stack::Servers).then_some(HEARTBEAT_S),
             wait_ms,
-            timeout_ms: super::lab::CALL_TIMEOUT_MS,
+            timeout_ms: CALL_TIMEOUT_MS,
             pause_at: pause_at.map(|p| p.name.to_string()),
             crash: CrashArgs::default(),
         }
@@ -194,7 +199,7 @@ impl Role for Consumer {
         let o = Options {
             port_file: &self.port_file,
             consumer: &self.consumer,
-            variant: self.variant,
+            keyed: self.variant == Variant::Keyed,
             timeout_ms: self.timeout_ms,
         };
         let transport: Box<dyn consumer::Transport> = match self.stack {

@@ -60,6 +60,18 @@ impl Stack {
         }
     }
 
+    /// How long consumer A, B and C of a scenario each wait for the message. On SQLite B
+    /// waits out A's lease, at most 10 s (bounded, never reached: A is stopped and cannot
+    /// renew). On the servers B asks the broker again for up to 8 s: past its heartbeat
+    /// timeout (about two intervals) with room to spare, inside the driver's default step
+    /// timeout (10 s).
+    pub const fn waits(self) -> [u64; 3] {
+        match self {
+            Stack::Sqlite => [10_000, 10_000, 10_000],
+            Stack::Servers => [0, 8_000, 0],
+        }
+    }
+
     /// Flags of the other stack, refused here: `given` are the flags given.
     pub fn refuse(self, given: &[(&str, bool, Stack)]) -> anyhow::Result<()> {
         match given.iter().find(|(_, on, of)| *on && *of != self) {

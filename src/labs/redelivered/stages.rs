@@ -239,11 +239,3 @@ pub const fn of(stack: Stack) -> &'static [Stage] {
         Stack::Servers => ON_SERVERS,
     }
 }
-
-/// Stage `name` of `stack`, which a scenario's readback step names.
-pub fn named(stack: Stack, name: &str) -> Stage {
-    *of(stack)
-        .iter()
-        .find(|s| s.name == name)
-        .expect("every readback step has a stage")
-}

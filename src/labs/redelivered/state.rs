@@ -113,21 +113,6 @@ pub fn read_traced(queue: &Path, receiver: &Path, trace: bool) -> Result<State> 
     Ok(state)
 }
 
-/// The readback of `redeliver-verify` on the replayed files (engine::LabStack::readback).
-pub fn replayed(
-    phase: &str,
-    dbs: &crate::engine::Databases<'_>,
-) -> Option<Result<serde_json::Value, String>> {
-    if phase != <super::roles::Verify as crate::role::Role>::NAME {
-        return None;
-    }
-    Some(
-        state_of(dbs.get("queue").copied(), dbs.get("receiver").copied())
-            .map(|s| serde_json::to_value(s).expect("a readback serializes"))
-            .map_err(|e| format!("reading the replayed files: {e:#}")),
-    )
-}
-
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct ConsumerState {
     /// Deliveries the consumers took: 2 when the broker redelivered the message once.

@@ -91,6 +91,19 @@ const PASS: &str =
     "PASS: keyed holds everywhere (one effect per message); unkeyed duplicates exactly at the predicted points";
 const SVG_PASS: &str = "PASS: keyed holds everywhere; unkeyed duplicates exactly where predicted";
 
+/// The table's legend, in each stack's words: how the message came, what else stuck means,
+/// where commits are, what a delivery is.
+macro_rules! legend {
+    ($came:literal, $stuck:literal, $stores:literal, $deliveries:literal) => {
+        concat!(
+            "cells: ok N = held in N cases (one per hit @N); BREAKS b/n = broke in b of n; * = the variant predicts a break here\n",
+            "no-lost: the ", $came, " message has an effect at the receiver; no-dup: at most one effect per message;\n",
+            "no-stuck: the message is acked after recovery", $stuck, "; ack=>dur: every commit a process reported is in the ", $stores, ";\n",
+            "deliveries: ", $deliveries, "; bad anomalies: lost-write, unseen, duplicate, G1a; a replayed call (duplicate-delivery) is allowed"
+        )
+    };
+}
+
 static ON_FILES_WORDS: Words = Words {
     columns: &[
         ("messages", "messages"),
@@ -101,10 +114,12 @@ static ON_FILES_WORDS: Words = Words {
         ("acked", "acked"),
         ("duplicated_effects", "duplicated"),
     ],
-    legend: "cells: ok N = held in N cases (one per hit @N); BREAKS b/n = broke in b of n; * = the variant predicts a break here\n\
-         no-lost: the queued message has an effect at the receiver; no-dup: at most one effect per message;\n\
-         no-stuck: the message is acked after recovery; ack=>dur: every commit a process reported is in the files;\n\
-         deliveries: leases handed out (2: redelivered once); bad anomalies: lost-write, unseen, duplicate, G1a; a replayed call (duplicate-delivery) is allowed",
+    legend: legend!(
+        "queued",
+        "",
+        "files",
+        "leases handed out (2: redelivered once)"
+    ),
     pass: PASS,
     svg_pass: SVG_PASS,
 };
@@ -120,10 +135,12 @@ static ON_SERVERS_WORDS: Words = Words {
         ("acked", "acked"),
         ("duplicated_effects", "duplicated"),
     ],
-    legend: "cells: ok N = held in N cases (one per hit @N); BREAKS b/n = broke in b of n; * = the variant predicts a break here\n\
-         no-lost: the published message has an effect at the receiver; no-dup: at most one effect per message;\n\
-         no-stuck: the message is acked after recovery and none is ready; ack=>dur: every commit a process reported is in the stores;\n\
-         deliveries: takes recorded (2: the broker redelivered once, flagged redelivered); bad anomalies: lost-write, unseen, duplicate, G1a; a replayed call (duplicate-delivery) is allowed",
+    legend: legend!(
+        "published",
+        " and none is ready",
+        "stores",
+        "takes recorded (2: the broker redelivered once, flagged redelivered)"
+    ),
     pass: PASS,
     svg_pass: SVG_PASS,
 };
@@ -196,7 +213,7 @@ impl ExplorePlan for Exploration {
     }
 
     fn scenario(&self, design: &'static str, steps: &mut Steps<'_>) -> Result<()> {
-        let (id, body) = super::lab::MESSAGE;
+        let (id, body) = super::history::MESSAGE;
         steps.run("", Enqueue::of(self.stack, id, body).argv().into_vec())?;
         let first = self.consumer("A", design, 0, steps);
         self.deliver(design, first, true, steps)
@@ -214,7 +231,7 @@ impl ExplorePlan for Exploration {
         let name = if round == 1 { "B" } else { "C" };
         let wait_ms = match self.stack {
             Stack::Sqlite => LEASE_MS * 20,
-            Stack::Servers => super::lab::waits(Stack::Servers)[1],
+            Stack::Servers => Stack::Servers.waits()[1],
         };
         let next = self.consumer(name, design, wait_ms, steps);
         self.deliver(design, next, false, steps)?;

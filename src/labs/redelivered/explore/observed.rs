@@ -7,6 +7,7 @@ use std::path::Path;
 use anyhow::Result;
 
 use crate::labs::http_dispatch::schema::{RECEIVER, RECEIVER_DB};
+use crate::labs::redelivered::history::MESSAGE;
 use crate::labs::redelivered::schema::{CONSUMER, QUEUE};
 use crate::labs::redelivered::stack::Stack;
 use crate::labs::redelivered::state;
@@ -113,7 +114,7 @@ fn on_servers(work: &Path, receiver: &Path) -> Result<Observed> {
     let s = state::read_servers(work, db, stores.queue, receiver)?;
     let c = &s.consumer;
     let mut o = Observed {
-        messages: vec![crate::labs::redelivered::lab::MESSAGE.0.to_string()],
+        messages: vec![MESSAGE.0.to_string()],
         // No consumer recorded an ack that reached the broker, or the message is ready in
         // the queue again (a broker killed right after an ack may come back without it: the
         // ack was answered, not yet written).
