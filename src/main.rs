@@ -47,11 +47,10 @@ fn main() {
         pid: std::process::id(),
     });
     let ran = match what {
-        What::Role(cli::RoleRun::Entry(role)) => {
+        What::Role(role) => {
             let (_, own) = matches.subcommand().expect("a role is a subcommand");
             (role.run)(own)
         }
-        What::Role(cli::RoleRun::Subcommands(run)) => run(&matches),
         What::Engine(command) => route::run(command),
     };
     let code = match ran {
@@ -94,7 +93,7 @@ fn main() {
 /// What a command line asks to run.
 enum What {
     /// One of a lab's roles.
-    Role(cli::RoleRun),
+    Role(crashlab::role::RoleEntry),
     /// One of the engine's commands.
     Engine(cli::Command),
 }

@@ -189,6 +189,17 @@ fn bad_input_is_one_line_with_its_exit_code_and_writes_nothing() {
             "crashlab: --pause-at crash point redeliver-consumer.after-call@0: hit 0 is out of range",
         ),
         (consumer(&["--lease-ms", "0"]), "crashlab: invalid value '0' for '--lease-ms"),
+        // The broker's flags are refused on SQLite, not ignored; so is a consumer without
+        // its lease.
+        (
+            consumer(&["--lease-ms", "100", "--heartbeat-s", "1"]),
+            "crashlab: --heartbeat-s is for stack postgres-rabbitmq, not sqlite",
+        ),
+        (
+            consumer(&["--lease-ms", "100", "--db", "consumer"]),
+            "crashlab: --db is for stack postgres-rabbitmq, not sqlite",
+        ),
+        (consumer(&[]), "crashlab: --lease-ms is required on stack sqlite"),
         (
             consumer(&["--lease-ms", "100"]),
             "crashlab: queue database queue.db does not exist",

@@ -89,7 +89,7 @@ fn the_driver_shows_the_redelivery_the_audit_passes_and_explore_breaks_where_pre
     assert_eq!(
         breaks,
         [
-            "stack-redeliver-consumer.after-call",
+            "redeliver-consumer.after-call",
             "receiver.after-effect-commit"
         ],
         "{text}"
@@ -104,7 +104,7 @@ fn the_driver_shows_the_redelivery_the_audit_passes_and_explore_breaks_where_pre
         "--variants",
         "all",
         "--points",
-        "stack-redeliver-consumer.after-ack",
+        "redeliver-consumer.after-ack",
         "--crash-mode",
         "server-kill",
         "--server",
@@ -120,7 +120,7 @@ fn the_driver_shows_the_redelivery_the_audit_passes_and_explore_breaks_where_pre
         "{text}"
     );
     assert!(
-        text.contains("shown at stack-redeliver-consumer.after-ack @1 (duplicate x1)"),
+        text.contains("shown at redeliver-consumer.after-ack @1 (duplicate x1)"),
         "{text}"
     );
 }
@@ -205,7 +205,9 @@ fn receiver(dir: &Path, delay_ms: u64) -> Child {
 
 fn consumer<'a>(name: &'a str, more: &[&'a str]) -> Vec<&'a str> {
     let mut args = vec![
-        "stack-redeliver-consumer",
+        "redeliver-consumer",
+        "--stack",
+        "postgres-rabbitmq",
         "--queue",
         "messages",
         "--db",
@@ -229,7 +231,9 @@ fn a_busy_consumer_keeps_its_channel_and_bad_input_is_one_line() {
     let enq = crashlab(
         dir,
         &[
-            "stack-redeliver-enqueue",
+            "redeliver-enqueue",
+            "--stack",
+            "postgres-rabbitmq",
             "--queue",
             "messages",
             "--id",
@@ -252,7 +256,9 @@ fn a_busy_consumer_keeps_its_channel_and_bad_input_is_one_line() {
     let verify = crashlab(
         dir,
         &[
-            "stack-redeliver-verify",
+            "redeliver-verify",
+            "--stack",
+            "postgres-rabbitmq",
             "--db",
             "consumer",
             "--queue",
@@ -273,13 +279,16 @@ fn a_busy_consumer_keeps_its_channel_and_bad_input_is_one_line() {
         (vec!["--heartbeat-s", "0"], "--heartbeat-s"),
         (vec!["--heartbeat-s", "61"], "--heartbeat-s"),
         (vec!["--wait-ms", "600001"], "--wait-ms"),
+        // A lease is the SQLite queue's: on the broker the flag is refused, not ignored.
+        (vec!["--lease-ms", "100"], "--lease-ms is for stack sqlite"),
     ] {
         let out = crashlab(dir, &consumer("B", &more));
         assert_eq!(code(&out), 2, "{more:?}: {}", stderr(&out));
         assert!(stderr(&out).contains(says), "{more:?}: {}", stderr(&out));
     }
     let mut args = consumer("B", &[]);
-    args[2] = "nosuch";
+    assert_eq!(args[4], "messages");
+    args[4] = "nosuch";
     let out = crashlab(dir, &args);
     assert_eq!(code(&out), 2, "{}", stderr(&out));
     let err = stderr(&out);

@@ -14,7 +14,7 @@ use crashlab::labs::outbox_inbox::roles::{Consumer, Enqueue, Publisher, Sender, 
 use crashlab::labs::outbox_inbox::stack::Stack::Servers as On;
 use crashlab::labs::outbox_inbox::stages;
 use crashlab::labs::outbox_inbox::variant::Variant;
-use crashlab::role::{Argv, Role};
+use crashlab::role::{Argv, Role, Stage};
 use servers::Servers;
 
 /// The readback's counts, by field, as an independent client counts them: the same totals
@@ -69,7 +69,7 @@ fn field(v: &serde_json::Value, path: &str) -> i64 {
 }
 
 fn check_stage(v: &serde_json::Value, name: &str) {
-    let stage = stages::named(On, name);
+    let stage = Stage::named(stages::of(On), name);
     for (path, expected) in stage.fields {
         assert_eq!(field(v, path), *expected, "{name}: {path} in {v}");
     }

@@ -20,9 +20,6 @@ pub fn parser(labs: &[&'static Lab]) -> clap::Command {
         for role in lab.roles {
             command = command.subcommand((role.command)());
         }
-        for cli in lab.stacks.iter().filter_map(|on| on.cli) {
-            command = (cli.augment)(command);
-        }
     }
     command
 }
@@ -43,27 +40,9 @@ pub fn role_parser(role: RoleEntry) -> clap::Command {
     <Global as clap::Args>::augment_args(command).subcommand((role.command)())
 }
 
-/// How to run the role a parsed command line names.
-pub enum RoleRun {
-    /// A role spelled once: its entry runs on its subcommand's matches.
-    Entry(RoleEntry),
-    /// A lab stack's role subcommands: runs on the whole command line's matches.
-    Subcommands(fn(&clap::ArgMatches) -> anyhow::Result<i32>),
-}
-
 /// The role a parsed command line names, if it names one.
-pub fn role(labs: &[&'static Lab], matches: &clap::ArgMatches) -> Option<RoleRun> {
-    let name = matches.subcommand_name()?;
-    for lab in labs {
-        if let Some(entry) = lab.roles.iter().find(|r| r.name == name) {
-            return Some(RoleRun::Entry(*entry));
-        }
-        let subcommands = lab.stacks.iter().find(|on| on.roles.contains(&name));
-        if let Some(cli) = subcommands.and_then(|on| on.cli) {
-            return Some(RoleRun::Subcommands(cli.run));
-        }
-    }
-    None
+pub fn role(labs: &[&'static Lab], matches: &clap::ArgMatches) -> Option<RoleEntry> {
+    role_entry(labs, matches.subcommand_name())
 }
 
 use crate::engine::crash_mode::{CrashMode, PowerArgs};

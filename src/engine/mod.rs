@@ -114,25 +114,12 @@ pub struct LabStack {
     /// What the audit's replay needs to know of its roles: which serve on several threads,
     /// which print raw replies, and the checks of their printed claims.
     pub replay: replay::LabReplay,
-    /// Its role subcommands, for a lab whose roles are not yet `Lab::roles`: the lab adds
-    /// them to the command line and runs the one named.
-    pub cli: Option<RoleCli>,
     /// The servers its roles need (`stack::StackDef`); None for a lab on SQLite files alone.
     pub stack: Option<&'static stack::StackDef>,
     /// The crash modes driver, explore and chaos may inject in it on its stack
     /// (`crash_mode::ON_FILES`, …): `crash_mode::supported` refuses any other before anything
     /// starts. A lab takes `power-loss` only with power-loss predictions its explore passes.
     pub crash_modes: &'static [crash_mode::CrashMode],
-}
-
-/// A lab's role subcommands (`roles` names them), so a new lab brings its own without an
-/// edit of the engine's command line.
-#[derive(Clone, Copy)]
-pub struct RoleCli {
-    /// Adds the roles to a command line.
-    pub augment: fn(clap::Command) -> clap::Command,
-    /// Runs the role the parsed command line names (its subcommand is one of `roles`).
-    pub run: fn(&clap::ArgMatches) -> anyhow::Result<i32>,
 }
 
 /// Open databases by the argv flag that names their file (`sender`, `queue`, `db`).

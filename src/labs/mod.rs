@@ -6,7 +6,6 @@ pub mod http_dispatch;
 pub mod outbox_inbox;
 pub mod poison;
 pub mod redelivered;
-pub mod redelivered_stack;
 pub mod relay_gap;
 
 use crate::engine::Lab;

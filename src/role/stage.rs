@@ -11,6 +11,14 @@ pub struct Stage {
 }
 
 impl Stage {
+    /// Stage `name` among a lab's `stages` (every readback step of a scenario names one).
+    pub fn named(stages: &[Stage], name: &str) -> Stage {
+        *stages
+            .iter()
+            .find(|s| s.name == name)
+            .expect("every readback step has a stage")
+    }
+
     /// Field-by-field differences between this stage and a readback; empty when it holds.
     pub fn diff(&self, readback: &Value) -> Vec<String> {
         let mut problems = Vec::new();

@@ -3,37 +3,42 @@
 //! with the message id, the delivery tag and, for a delivery, the broker's `redelivered` flag.
 //!
 //! The roles are synchronous; lapin is async, so each role holds a small tokio runtime and
-//! blocks on one operation at a time. lapin's socket I/O runs on its own thread, so a publish
-//! leaves for the broker while the role goes on with PostgreSQL.
+//! blocks on one operation at a time (`runtime.rs`). lapin's socket I/O runs on its own
+//! thread, so a publish leaves for the broker while the role goes on with PostgreSQL. A
+//! connection opened with a heartbeat (`Broker::with_heartbeat`) has its runtime driven by a
+//! thread of its own, so its heartbeats go on while the role works and stop only with the
+//! process.
 
-use std::future::Future;
+mod message;
+mod runtime;
+
 use std::path::Path;
-use std::time::Duration;
 
 use anyhow::Result;
 use lapin::options::{
-    BasicAckOptions, BasicGetOptions, BasicNackOptions, BasicPublishOptions, ConfirmSelectOptions,
-    QueueDeclareOptions,
+    BasicAckOptions, BasicGetOptions, BasicNackOptions, BasicPublishOptions, BasicQosOptions,
+    ConfirmSelectOptions, QueueDeclareOptions,
 };
 use lapin::types::FieldTable;
-use lapin::{BasicProperties, Channel, Connection, ConnectionProperties};
-use lapin::{Confirmation, PublisherConfirm};
+use lapin::{Channel, Confirmation, Connection, ConnectionProperties};
 
 use crate::fail;
 use crate::out;
+pub use message::{publish_id, Got, Sent};
+use runtime::Runtime;
 
 /// Bounds of the broker's answers.
 pub const CONNECT_TIMEOUT_MS: u64 = 5_000;
 pub const OPERATION_TIMEOUT_MS: u64 = 5_000;
 /// How long a publisher waits for the broker's confirm of one message.
 pub const CONFIRM_TIMEOUT_MS: u64 = 10_000;
-
-/// AMQP `delivery-mode`: 2 is persistent (written to disk before the confirm), 1 transient.
-const PERSISTENT: u8 = 2;
-const TRANSIENT: u8 = 1;
+/// How often a waiting consumer asks the broker again (`basic.get`).
+pub const POLL_MS: u64 = 50;
+/// The largest heartbeat accepted (s); RabbitMQ's own default is 60.
+pub const HEARTBEAT_S_MAX: u16 = 60;
 
 pub struct Broker {
-    runtime: tokio::runtime::Runtime,
+    runtime: Runtime,
     connection: Connection,
     channel: Channel,
     /// The broker's name of the queue (`crashlab_…_messages`).
@@ -44,40 +49,6 @@ pub struct Broker {
     published: u64,
     /// The queue's type, from `stack.json`: every declare carries it.
     queue_type: crate::engine::stack::QueueType,
-}
-
-/// A message taken from the queue, not yet acked (unless taken with auto-ack).
-#[derive(Debug, Clone)]
-pub struct Got {
-    pub tag: u64,
-    pub message: String,
-    pub publish_id: String,
-    pub payload: String,
-    pub redelivered: bool,
-}
-
-/// One published message whose confirm is still to come.
-pub struct Sent {
-    pub tag: u64,
-    pub message: String,
-    confirm: PublisherConfirm,
-}
-
-fn bound<T, E: std::fmt::Display>(
-    runtime: &tokio::runtime::Runtime,
-    what: &str,
-    limit_ms: u64,
-    future: impl Future<Output = Result<T, E>>,
-) -> Result<T> {
-    match runtime
-        .block_on(async { tokio::time::timeout(Duration::from_millis(limit_ms), future).await })
-    {
-        Ok(Ok(value)) => Ok(value),
-        Ok(Err(e)) => Err(fail::unavailable(format!("RabbitMQ {what}: {e}"))),
-        Err(_) => Err(fail::unavailable(format!(
-            "RabbitMQ {what}: no answer within {limit_ms} ms"
-        ))),
-    }
 }
 
 impl Broker {
@@ -91,6 +62,27 @@ impl Broker {
 
     /// As `open`, with `stack.json` in `dir`.
     pub fn open_in(dir: &Path, name: &str, confirms: bool, declare: bool) -> Result<Broker> {
+        let mut broker = Broker::connect(dir, name, confirms, None)?;
+        if declare {
+            broker.declare()?;
+        }
+        Ok(broker)
+    }
+
+    /// As `open` (declared, no confirms), asking the broker for a heartbeat of `heartbeat_s`
+    /// and sending it from a thread of its own (`runtime.rs`): the broker closes the
+    /// connection of a stopped process after about two missed intervals and requeues what it
+    /// had not acked, flagged `redelivered`; a process that is only busy keeps it.
+    pub fn with_heartbeat(name: &str, heartbeat_s: u16) -> Result<Broker> {
+        assert!((1..=HEARTBEAT_S_MAX).contains(&heartbeat_s));
+        let mut broker = Broker::connect(Path::new("."), name, false, Some(heartbeat_s))?;
+        let negotiated = broker.connection.configuration().heartbeat();
+        out::line(&format!("CONNECTED queue {name} heartbeat_s {negotiated}"));
+        broker.declare()?;
+        Ok(broker)
+    }
+
+    fn connect(dir: &Path, name: &str, confirms: bool, heartbeat_s: Option<u16>) -> Result<Broker> {
         let file = crate::stackfile::read(dir)?;
         let Some(url) = file.amqp_url.clone() else {
             return Err(fail::usage(format!(
@@ -105,25 +97,22 @@ impl Broker {
                 crate::stackfile::NAME
             )));
         };
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .map_err(|e| fail::failed(format!("starting the AMQP client: {e}")))?;
-        let connection = bound(
-            &runtime,
+        let (url, runtime) = match heartbeat_s {
+            Some(s) => (
+                message::with_heartbeat(&url, s),
+                Runtime::on_thread(CONNECT_TIMEOUT_MS)?,
+            ),
+            None => (url, Runtime::here()?),
+        };
+        let connection = runtime.bound(
             "connect",
             CONNECT_TIMEOUT_MS,
             Connection::connect(&url, ConnectionProperties::default()),
         )?;
-        let channel = bound(
-            &runtime,
-            "channel",
-            OPERATION_TIMEOUT_MS,
-            connection.create_channel(),
-        )?;
+        let channel =
+            runtime.bound("channel", OPERATION_TIMEOUT_MS, connection.create_channel())?;
         if confirms {
-            bound(
-                &runtime,
+            runtime.bound(
                 "confirm.select",
                 OPERATION_TIMEOUT_MS,
                 channel.confirm_select(ConfirmSelectOptions::default()),
@@ -134,7 +123,7 @@ impl Broker {
             out::line(&format!("AMQP confirm-select queue={name}"));
             out::flush();
         }
-        let mut broker = Broker {
+        Ok(Broker {
             runtime,
             connection,
             channel,
@@ -142,11 +131,7 @@ impl Broker {
             logical: name.to_string(),
             published: 0,
             queue_type: file.queue_type,
-        };
-        if declare {
-            broker.declare()?;
-        }
-        Ok(broker)
+        })
     }
 
     /// Declare the queue: durable, `x-queue-type` from `stack.json` (the arguments
@@ -165,8 +150,7 @@ impl Broker {
     /// As `declare`, without the trace line: for the engine, whose stdout is its report
     /// (one JSON document under `--json`), not a role's trace.
     pub fn declare_unsaid(&mut self) -> Result<()> {
-        bound(
-            &self.runtime,
+        self.runtime.bound(
             &format!("queue.declare {}", self.logical),
             OPERATION_TIMEOUT_MS,
             self.channel.queue_declare(
@@ -186,24 +170,16 @@ impl Broker {
             passive: true,
             ..QueueDeclareOptions::default()
         };
-        let future =
+        let asked = self.runtime.bound(
+            &format!("queue.declare {}", self.logical),
+            OPERATION_TIMEOUT_MS,
             self.channel
-                .queue_declare(self.queue.as_str().into(), options, FieldTable::default());
-        let limit = Duration::from_millis(OPERATION_TIMEOUT_MS);
-        match self
-            .runtime
-            .block_on(async { tokio::time::timeout(limit, future).await })
-        {
-            Ok(Ok(queue)) => Ok(Some(queue.message_count())),
-            Ok(Err(e)) if e.to_string().contains("NOT_FOUND") => Ok(None),
-            Ok(Err(e)) => Err(fail::unavailable(format!(
-                "RabbitMQ queue.declare {}: {e}",
-                self.logical
-            ))),
-            Err(_) => Err(fail::unavailable(format!(
-                "RabbitMQ queue.declare {}: no answer within {OPERATION_TIMEOUT_MS} ms",
-                self.logical
-            ))),
+                .queue_declare(self.queue.as_str().into(), options, FieldTable::default()),
+        );
+        match asked {
+            Ok(queue) => Ok(Some(queue.message_count())),
+            Err(e) if e.to_string().contains("NOT_FOUND") => Ok(None),
+            Err(e) => Err(e),
         }
     }
 
@@ -215,13 +191,8 @@ impl Broker {
         payload: &str,
         persistent: bool,
     ) -> Result<Sent> {
-        let properties = BasicProperties::default()
-            .with_message_id(message.into())
-            .with_correlation_id(publish_id.into())
-            .with_content_type("application/json".into())
-            .with_delivery_mode(if persistent { PERSISTENT } else { TRANSIENT });
-        let confirm = bound(
-            &self.runtime,
+        let properties = message::properties(message, publish_id, persistent);
+        let confirm = self.runtime.bound(
             "basic.publish",
             OPERATION_TIMEOUT_MS,
             self.channel.basic_publish(
@@ -248,8 +219,7 @@ impl Broker {
     /// Wait (bounded) for the broker's confirm of `sent`: Ok on ack; a nack or no answer is
     /// an error, and the Outbox row stays pending.
     pub fn confirm(&mut self, sent: Sent) -> Result<()> {
-        let answer = bound(
-            &self.runtime,
+        let answer = self.runtime.bound(
             &format!("confirm of message {}", sent.message),
             CONFIRM_TIMEOUT_MS,
             sent.confirm,
@@ -276,8 +246,7 @@ impl Broker {
     /// Take the next message (`basic.get`), or None when the queue has none ready.
     /// `auto_ack`: the broker forgets it as it hands it over.
     pub fn get(&mut self, auto_ack: bool) -> Result<Option<Got>> {
-        let got = bound(
-            &self.runtime,
+        let got = self.runtime.bound(
             &format!("basic.get {}", self.logical),
             OPERATION_TIMEOUT_MS,
             self.channel.basic_get(
@@ -285,18 +254,8 @@ impl Broker {
                 BasicGetOptions { no_ack: auto_ack },
             ),
         )?;
-        let Some(got) = got else {
+        let Some(got) = got.map(Got::of) else {
             return Ok(None);
-        };
-        let text = |v: &Option<lapin::types::ShortString>| {
-            v.as_ref().map_or(String::new(), |s| s.as_str().to_string())
-        };
-        let got = Got {
-            tag: got.delivery.delivery_tag,
-            message: text(got.delivery.properties.message_id()),
-            publish_id: text(got.delivery.properties.correlation_id()),
-            payload: String::from_utf8_lossy(&got.delivery.data).into_owned(),
-            redelivered: got.delivery.redelivered,
         };
         out::line(&format!(
             "AMQP deliver queue={} message={} publish={} tag={} redelivered={} auto_ack={auto_ack}",
@@ -308,13 +267,54 @@ impl Broker {
 
     /// `basic.ack` of one delivery.
     pub fn ack(&mut self, got: &Got) -> Result<()> {
-        bound(
-            &self.runtime,
+        self.acked(got, false)
+    }
+
+    /// Take the next message with manual ack, asking again every `POLL_MS` for up to
+    /// `wait_ms` (0: ask once). None: nothing came within the wait.
+    pub fn get_waiting(&mut self, wait_ms: u64) -> Result<Option<Got>> {
+        let started = std::time::Instant::now();
+        for round in 0.. {
+            if let Some(got) = self.get(false)? {
+                return Ok(Some(got));
+            }
+            let waited_ms = started.elapsed().as_millis() as u64;
+            if waited_ms >= wait_ms {
+                break;
+            }
+            if round == 0 {
+                out::line(&format!(
+                    "WAITING queue {} has nothing ready; asking again for up to {wait_ms} ms",
+                    self.logical
+                ));
+            }
+            self.runtime.nap(POLL_MS.min(wait_ms - waited_ms));
+        }
+        Ok(None)
+    }
+
+    /// `basic.ack`, then a round trip on the same channel (`basic.qos`, answered by
+    /// `qos-ok`): the broker handles a channel's methods in order, so the answer proves the
+    /// ack was taken. An error: the channel or its connection is gone (the broker closed it
+    /// and requeued the delivery), the ack did nothing.
+    pub fn ack_settled(&mut self, got: &Got) -> Result<()> {
+        self.acked(got, true)
+    }
+
+    fn acked(&mut self, got: &Got, proved: bool) -> Result<()> {
+        self.runtime.bound(
             "basic.ack",
             OPERATION_TIMEOUT_MS,
             self.channel
                 .basic_ack(got.tag, BasicAckOptions { multiple: false }),
         )?;
+        if proved {
+            self.runtime.bound(
+                "basic.qos after the ack",
+                OPERATION_TIMEOUT_MS,
+                self.channel.basic_qos(0, BasicQosOptions::default()),
+            )?;
+        }
         out::line(&format!("AMQP ack message={} tag={}", got.message, got.tag));
         out::flush();
         Ok(())
@@ -322,8 +322,7 @@ impl Broker {
 
     /// `basic.nack` without requeue: the broker drops the delivery (a rejected payload).
     pub fn nack(&mut self, got: &Got) -> Result<()> {
-        bound(
-            &self.runtime,
+        self.runtime.bound(
             "basic.nack",
             OPERATION_TIMEOUT_MS,
             self.channel.basic_nack(
@@ -348,27 +347,16 @@ impl Broker {
         // A channel the broker closed (a passive declare of a missing queue) has nothing to
         // close; the connection still has.
         if self.channel.status().connected() {
-            bound(
-                &self.runtime,
+            self.runtime.bound(
                 "channel.close",
                 OPERATION_TIMEOUT_MS,
                 self.channel.close(200, "done".into()),
             )?;
         }
-        bound(
-            &self.runtime,
+        self.runtime.bound(
             "connection.close",
             OPERATION_TIMEOUT_MS,
             self.connection.close(200, "done".into()),
         )
     }
-}
-
-/// A publish id unique to this publish: the process and the wall clock, and a count.
-pub fn publish_id(count: u64) -> String {
-    format!(
-        "p{}t{}n{count}",
-        std::process::id(),
-        crate::common::now_ms()
-    )
 }

@@ -57,7 +57,6 @@ pub static ON_SQLITE: LabStack = LabStack {
     ],
     readback: |phase, dbs| (phase == Verify::NAME).then(|| super::readback::replayed(dbs)),
     replay: super::replay::REPLAY,
-    cli: None,
     stack: None,
     crash_modes: crash_mode::ON_FILES,
 };

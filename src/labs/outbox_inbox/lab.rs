@@ -17,7 +17,7 @@ use crate::engine::stack::StackDef;
 use crate::engine::state::server::ServerStore;
 use crate::engine::{crash_mode, Databases, Lab, LabStack};
 use crate::fail::{EXIT_CONFLICT, EXIT_OK};
-use crate::role::{entry, Argv, Role};
+use crate::role::{entry, Argv, Role, Stage};
 
 pub static LAB: Lab = Lab {
     id: "14",
@@ -56,7 +56,6 @@ pub static ON_SQLITE: LabStack = LabStack {
     schemas: &[&SENDER, &QUEUE, &RECEIVER],
     readback: replayed,
     replay: super::replay::ON_SQLITE,
-    cli: None,
     stack: None,
     crash_modes: crash_mode::ON_FILES,
 };
@@ -95,7 +94,6 @@ pub static ON_SERVERS: LabStack = LabStack {
     // replayed; the server store checks the databases' digests instead.
     readback: |_, _| None,
     replay: super::replay::ON_SERVERS,
-    cli: None,
     stack: Some(&STACK),
     crash_modes: crash_mode::ON_SERVERS,
 };
@@ -119,7 +117,7 @@ pub fn scenarios(stack: Stack) -> Vec<Scenario> {
     let publisher = || Publisher::of(stack, Variant::Correct).argv();
     let consumer = || Consumer::of(stack, Variant::Correct).argv();
     let verify = |name: &'static str| {
-        let stage = stages::named(stack, name);
+        let stage = Stage::named(stages::of(stack), name);
         step(
             name,
             Verify::of(stack, Some(name)).argv(),

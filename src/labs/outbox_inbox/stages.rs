@@ -103,11 +103,3 @@ pub const fn of(stack: Stack) -> &'static [Stage] {
         Stack::Servers => ON_SERVERS,
     }
 }
-
-/// The stage `name` of `stack` (every readback step of the scenario has one).
-pub fn named(stack: Stack, name: &str) -> Stage {
-    *of(stack)
-        .iter()
-        .find(|s| s.name == name)
-        .expect("every readback step has a stage")
-}

@@ -38,7 +38,6 @@ pub static ON_SQLITE: LabStack = LabStack {
     schemas: &[&super::schema::QUEUE, &super::schema::RECEIVER],
     readback: super::readback::replayed,
     replay: super::replay::REPLAY,
-    cli: None,
     stack: None,
     crash_modes: crash_mode::ON_FILES_NO_CUT,
 };

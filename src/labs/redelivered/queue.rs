@@ -1,23 +1,24 @@
-//! The queue with leases: enqueue, claim (a lease that expires) and ack (only by the
-//! consumer that holds the lease). Each is one transaction, `BEGIN IMMEDIATE`.
+//! The queue with leases, the consumer's transport on SQLite: enqueue, claim (a lease that
+//! expires) and ack (only by the consumer that holds the lease). Each is one transaction,
+//! `BEGIN IMMEDIATE`.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use anyhow::Result;
 use rusqlite::{params, OptionalExtension};
 
+use super::consumer::{acked_line, Reply, Taken, Transport};
 use super::schema::QUEUE;
 use crate::common::now_ms;
 use crate::fail;
-use crate::labs::http_dispatch::model::{check_body, check_key, shown_key};
+use crate::labs::http_dispatch::model::shown_key;
 use crate::out;
 use crate::store::{self, Access, Db};
 
-/// `redeliver-enqueue`: one message, committed; the same id with the same body again is
-/// `ALREADY` (nothing written), with another body a conflict (exit 65).
+/// `redeliver-enqueue` (its id and body checked): one message, committed; the same id with
+/// the same body again is `ALREADY` (nothing written), with another body a conflict (exit 65).
 pub fn enqueue(path: &Path, id: &str, body: &str) -> Result<()> {
-    check_key(id).map_err(|e| fail::usage(format!("--id is not a valid message id: {e}")))?;
-    check_body(body)?;
     let db = store::open(path, &QUEUE, Access::WriteCreate)?;
     let shown = path.display().to_string();
     let on_db = |e| store::explain(e, "queue", &shown);
@@ -145,18 +146,17 @@ pub fn claim(db: &Db, path: &Path, consumer: &str, lease_ms: u64) -> Result<Clai
     Ok(Claim::Claimed { head, delivery })
 }
 
-/// The reply a consumer got, to record with its ack.
-#[derive(Debug, Clone, Copy)]
-pub struct Reply {
-    pub delivery: i64,
-    pub status: u16,
-    pub replayed: bool,
-}
-
 /// Record the reply and ack the message, in one transaction. The ack holds only while this
 /// consumer still owns the lease: true when it did, false when the lease had passed on (the
 /// reply is recorded all the same: the call ran).
-pub fn ack(db: &Db, path: &Path, id: &str, consumer: &str, reply: Reply) -> Result<bool> {
+pub fn ack(
+    db: &Db,
+    path: &Path,
+    id: &str,
+    consumer: &str,
+    delivery: i64,
+    reply: Reply,
+) -> Result<bool> {
     let on_db = on(db, path);
     db.conn.execute_batch("BEGIN IMMEDIATE").map_err(&on_db)?;
     let acked = db
@@ -175,7 +175,7 @@ pub fn ack(db: &Db, path: &Path, id: &str, consumer: &str, reply: Reply) -> Resu
             s.execute(params![
                 id,
                 consumer,
-                reply.delivery,
+                delivery,
                 reply.status,
                 reply.replayed,
                 acked as i64,
@@ -193,6 +193,103 @@ pub fn ack(db: &Db, path: &Path, id: &str, consumer: &str, reply: Reply) -> Resu
     };
     out::committed("queue", &what);
     Ok(acked == 1)
+}
+
+/// How a consumer takes from the lease queue.
+#[derive(Debug, Clone, Copy)]
+pub struct Taking {
+    pub lease_ms: u64,
+    /// How long it may wait for another consumer's lease to expire.
+    pub wait_ms: u64,
+}
+
+/// The most claim attempts one run makes (each waits for a lease to end, within the wait).
+const CLAIM_ROUNDS_MAX: u32 = 64;
+
+/// The lease queue as one consumer's transport.
+pub struct Leases {
+    db: Db,
+    path: PathBuf,
+    consumer: String,
+    taking: Taking,
+}
+
+impl Leases {
+    /// The queue file, which must exist.
+    pub fn open(path: &Path, consumer: &str, taking: Taking) -> Result<Leases> {
+        Ok(Leases {
+            db: store::open(path, &QUEUE, Access::Write)?,
+            path: path.to_path_buf(),
+            consumer: consumer.to_string(),
+            taking,
+        })
+    }
+}
+
+impl Transport for Leases {
+    /// Claim the head; while another consumer's lease holds it, wait that lease out (within
+    /// the wait, else exit 75 at once).
+    fn take(&mut self) -> Result<Option<Taken>> {
+        let waited_since = std::time::Instant::now();
+        let (db, path, consumer) = (&self.db, &self.path, self.consumer.as_str());
+        for _ in 0..CLAIM_ROUNDS_MAX {
+            match claim(db, path, consumer, self.taking.lease_ms)? {
+                Claim::Empty => return Ok(None),
+                Claim::Claimed { head, delivery } => {
+                    return Ok(Some(Taken {
+                        id: head.id,
+                        body: head.body,
+                        count: ("delivery", delivery),
+                    }))
+                }
+                Claim::Leased { head, for_ms } => {
+                    let wait_ms = self.taking.wait_ms;
+                    let left_ms = wait_ms as i64 - waited_since.elapsed().as_millis() as i64;
+                    let owner = head.owner.as_deref().unwrap_or("-");
+                    let id = shown_key(&head.id);
+                    if for_ms > left_ms {
+                        return Err(fail::locked(format!(
+                            "message {id} is leased by {owner} for {for_ms} ms more, past --wait-ms {wait_ms}"
+                        )));
+                    }
+                    out::line(&format!("WAITING message {id} leased by {owner}"));
+                    // One ms past the lease's end, so the next look finds it expired.
+                    std::thread::sleep(Duration::from_millis(for_ms as u64 + 1));
+                }
+            }
+        }
+        Err(fail::locked(format!(
+            "no claim after {CLAIM_ROUNDS_MAX} attempts: the head kept being leased again"
+        )))
+    }
+
+    fn settle(&mut self, taken: &Taken, reply: Reply) -> Result<bool> {
+        let consumer = self.consumer.as_str();
+        let acked = ack(
+            &self.db,
+            &self.path,
+            &taken.id,
+            consumer,
+            taken.count.1,
+            reply,
+        )?;
+        out::line(&match acked {
+            true => acked_line(&taken.id, consumer),
+            false => format!(
+                "LEASE-LOST message {}: the lease passed to another consumer, ack refused; the call ran all the same",
+                shown_key(&taken.id)
+            ),
+        });
+        Ok(acked)
+    }
+
+    fn unreplied(&self) -> &'static str {
+        "the lease will expire and the message be delivered again"
+    }
+
+    fn close(self: Box<Self>, _acked: bool) -> Result<()> {
+        Ok(())
+    }
 }
 
 #[cfg(test)]
@@ -225,26 +322,11 @@ mod tests {
         };
         assert_eq!(delivery, 2);
         let reply = Reply {
-            delivery: 1,
             status: 200,
             replayed: false,
         };
-        assert!(!ack(&db, &path, "M1", "A", reply).unwrap());
-        assert!(ack(
-            &db,
-            &path,
-            "M1",
-            "B",
-            Reply {
-                delivery: 2,
-                ..reply
-            }
-        )
-        .unwrap());
+        assert!(!ack(&db, &path, "M1", "A", 1, reply).unwrap());
+        assert!(ack(&db, &path, "M1", "B", 2, reply).unwrap());
         assert_eq!(claim(&db, &path, "C", 1).unwrap(), Claim::Empty);
-        // Bad input: one line, exit 2, nothing written.
-        let e = enqueue(&dir.path().join("q2.db"), "M 1", "{}").unwrap_err();
-        assert_eq!(fail::exit_code(&e), fail::EXIT_USAGE);
-        assert!(!dir.path().join("q2.db").exists());
     }
 }

@@ -1,14 +1,16 @@
 //! Lab f3's roles in the audit's replay: lab 13's receiver is checked by lab 13's own
-//! claims; this lab's roles print lines the replay knows by their first word, and the
-//! consumer's RESPONSE, ACKED and LEASE-LOST lines are held to the statements around them.
+//! claims; this lab's roles print lines the replay knows by their first word, and on SQLite
+//! the consumer's RESPONSE, ACKED and LEASE-LOST lines are held to the statements around them.
 
 use rusqlite::types::Value;
 
+use super::roles::{Consumer, RECEIVER};
 use crate::engine::replay::claims_api::{other_lines, statements, LabReplay, Proc, RoleClaims};
+use crate::role::Role;
 
-pub const REPLAY: LabReplay = LabReplay {
+pub const ON_SQLITE: LabReplay = LabReplay {
     // Lab 13's receiver serves requests on several workers.
-    threaded: &[super::roles::RECEIVER],
+    threaded: &[RECEIVER],
     raw_replies: &[],
     lines: &[
         // Lab 13's receiver.
@@ -29,14 +31,45 @@ pub const REPLAY: LabReplay = LabReplay {
     claims,
 };
 
-/// The receiver's REQUEST lines against its replayed effects, as lab 13 checks them; the
-/// consumer's own lines against its claim, its recorded reply and its ack.
+/// On the servers, besides `SQL`, `COMMITTED` and the crash lines (`AMQP` is the broker's
+/// trace). The consumer's lines are checked against the readbacks by the scenario's stages.
+pub const ON_SERVERS: LabReplay = LabReplay {
+    threaded: &[RECEIVER],
+    raw_replies: &[],
+    lines: &[
+        // Lab 13's receiver.
+        "READY",
+        "REQUEST",
+        "ACCEPT",
+        "STOPPED",
+        "EXPIRED",
+        "RECEIVER",
+        // This lab's roles.
+        "ENQUEUED",
+        "CONNECTED",
+        "EMPTY",
+        "WAITING",
+        "RESPONSE",
+        "ACKED",
+        "CHANNEL-LOST",
+        "DECLARED",
+        "AMQP",
+    ],
+    claims: receiver_claims,
+};
+
+/// The receiver's REQUEST lines against its replayed effects, as lab 13 checks them; on
+/// SQLite the consumer's own lines against its claim, its recorded reply and its ack.
 pub fn claims(c: &mut RoleClaims<'_>) {
-    if c.proc.step.phase == super::roles::RECEIVER {
-        crate::labs::http_dispatch::replay::claims(c);
-    }
-    if c.proc.step.phase == super::roles::CONSUMER {
+    receiver_claims(c);
+    if c.proc.step.phase == Consumer::NAME {
         consumer(c);
+    }
+}
+
+fn receiver_claims(c: &mut RoleClaims<'_>) {
+    if c.proc.step.phase == RECEIVER {
+        crate::labs::http_dispatch::replay::claims(c);
     }
 }
 

@@ -1,7 +1,13 @@
-//! The counts each readback step of lab f3's scenarios must show, by `<scenario>.<step>`.
-//! `during-pause`: consumer B has taken the expired lease and acked, A is still stopped;
-//! `final`: A was continued and finished its call, its ack refused.
+//! The counts each readback step of lab f3's scenarios must show, by `<scenario>.<step>`,
+//! on each stack: the stage names are the story's, the fields each stack's readback.
+//!
+//! On SQLite, `during-pause`: consumer B has taken the expired lease and acked, A is still
+//! stopped; `final`: A was continued and finished its call, its ack refused. On the servers,
+//! `during-pause`: the broker closed A's connection and redelivered the message to B, which
+//! called and acked; A is still stopped. `final`: A was continued, made or had made its call,
+//! and its ack did nothing (`lost 1`).
 
+use super::stack::Stack;
 use crate::role::Stage;
 
 const MESSAGES: &str = "queue.messages";
@@ -11,8 +17,9 @@ const REPLIES: &str = "queue.replies";
 const REPLAYED: &str = "queue.replayed";
 const REFUSED: &str = "queue.refused";
 const EFFECTS: &str = "receiver.effects";
+const LEDGER: &str = "receiver.ledger";
 
-pub static STAGES: &[Stage] = &[
+static ON_SQLITE: &[Stage] = &[
     Stage {
         name: "keyed-pause-before-call.during-pause",
         fields: &[
@@ -33,7 +40,7 @@ pub static STAGES: &[Stage] = &[
             (REPLAYED, 1),
             (REFUSED, 1),
             (EFFECTS, 1),
-            ("receiver.ledger", 1),
+            (LEDGER, 1),
         ],
     },
     Stage {
@@ -56,7 +63,7 @@ pub static STAGES: &[Stage] = &[
             (REPLAYED, 1),
             (REFUSED, 1),
             (EFFECTS, 1),
-            ("receiver.ledger", 1),
+            (LEDGER, 1),
         ],
     },
     Stage {
@@ -79,7 +86,7 @@ pub static STAGES: &[Stage] = &[
             (REPLAYED, 0),
             (REFUSED, 1),
             (EFFECTS, 2),
-            ("receiver.ledger", 0),
+            (LEDGER, 0),
         ],
     },
     Stage {
@@ -102,11 +109,133 @@ pub static STAGES: &[Stage] = &[
             (REPLAYED, 0),
             (REFUSED, 1),
             (EFFECTS, 2),
-            ("receiver.ledger", 0),
+            (LEDGER, 0),
         ],
     },
 ];
 
-pub fn stage(name: &str) -> Option<Stage> {
-    STAGES.iter().find(|s| s.name == name).copied()
+const C_DELIVERIES: &str = "consumer.deliveries";
+const REDELIVERED: &str = "consumer.redelivered";
+const C_REPLIES: &str = "consumer.replies";
+const C_REPLAYED: &str = "consumer.replayed";
+const C_ACKED: &str = "consumer.acked";
+const LOST: &str = "consumer.lost";
+
+static ON_SERVERS: &[Stage] = &[
+    Stage {
+        name: "keyed-pause-before-call.during-pause",
+        fields: &[
+            (C_DELIVERIES, 2),
+            (REDELIVERED, 1),
+            (C_REPLIES, 1),
+            (C_REPLAYED, 0),
+            (C_ACKED, 1),
+            (LOST, 0),
+            (MESSAGES, 0),
+            (EFFECTS, 1),
+        ],
+    },
+    Stage {
+        name: "keyed-pause-before-call.final",
+        fields: &[
+            (C_DELIVERIES, 2),
+            (REDELIVERED, 1),
+            (C_REPLIES, 2),
+            (C_REPLAYED, 1),
+            (C_ACKED, 1),
+            (LOST, 1),
+            (MESSAGES, 0),
+            (EFFECTS, 1),
+            (LEDGER, 1),
+        ],
+    },
+    Stage {
+        name: "keyed-pause-after-call.during-pause",
+        fields: &[
+            (C_DELIVERIES, 2),
+            (REDELIVERED, 1),
+            (C_REPLIES, 1),
+            (C_REPLAYED, 1),
+            (C_ACKED, 1),
+            (LOST, 0),
+            (MESSAGES, 0),
+            (EFFECTS, 1),
+        ],
+    },
+    Stage {
+        name: "keyed-pause-after-call.final",
+        fields: &[
+            (C_DELIVERIES, 2),
+            (REDELIVERED, 1),
+            (C_REPLIES, 2),
+            (C_REPLAYED, 1),
+            (C_ACKED, 1),
+            (LOST, 1),
+            (MESSAGES, 0),
+            (EFFECTS, 1),
+            (LEDGER, 1),
+        ],
+    },
+    Stage {
+        name: "unkeyed-pause-before-call.during-pause",
+        fields: &[
+            (C_DELIVERIES, 2),
+            (REDELIVERED, 1),
+            (C_REPLIES, 1),
+            (C_REPLAYED, 0),
+            (C_ACKED, 1),
+            (LOST, 0),
+            (MESSAGES, 0),
+            (EFFECTS, 1),
+        ],
+    },
+    Stage {
+        name: "unkeyed-pause-before-call.final",
+        fields: &[
+            (C_DELIVERIES, 2),
+            (REDELIVERED, 1),
+            (C_REPLIES, 2),
+            (C_REPLAYED, 0),
+            (C_ACKED, 1),
+            (LOST, 1),
+            (MESSAGES, 0),
+            (EFFECTS, 2),
+            (LEDGER, 0),
+        ],
+    },
+    Stage {
+        name: "unkeyed-pause-after-call.during-pause",
+        fields: &[
+            (C_DELIVERIES, 2),
+            (REDELIVERED, 1),
+            (C_REPLIES, 1),
+            (C_REPLAYED, 0),
+            (C_ACKED, 1),
+            (LOST, 0),
+            (MESSAGES, 0),
+            (EFFECTS, 2),
+        ],
+    },
+    Stage {
+        name: "unkeyed-pause-after-call.final",
+        fields: &[
+            (C_DELIVERIES, 2),
+            (REDELIVERED, 1),
+            (C_REPLIES, 2),
+            (C_REPLAYED, 0),
+            (C_ACKED, 1),
+            (LOST, 1),
+            (MESSAGES, 0),
+            (EFFECTS, 2),
+            (LEDGER, 0),
+        ],
+    },
+];
+
+/// The stages of `stack`.
+pub const fn of(stack: Stack) -> &'static [Stage] {
+    match stack {
+        Stack::Sqlite => ON_SQLITE,
+        Stack::Servers => ON_SERVERS,
+    }
 }

@@ -60,7 +60,6 @@ pub static ON_SERVERS: LabStack = LabStack {
     schemas: &[&super::schema::OUTBOX, &super::schema::RECEIVER],
     readback: |phase, dbs| (phase == Verify::NAME).then(|| super::readback::replayed(dbs)),
     replay: super::replay::REPLAY,
-    cli: None,
     stack: Some(&STACK),
     crash_modes: crash_mode::ON_SERVERS,
 };

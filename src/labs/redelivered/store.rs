@@ -9,14 +9,21 @@ use std::path::Path;
 
 use anyhow::Result;
 
+use super::schema::CONSUMER;
+use crate::engine::state::server::ServerStore;
 use crate::engine::state::{Cache, FileRow, Part, StateStore, SQLITE};
 
 pub struct Mixed;
 
 pub static STORE: Mixed = Mixed;
 
+/// The servers' part: the consumers' database (and the queue, by its ready count).
+pub static SERVERS: ServerStore = ServerStore {
+    schemas: &[&CONSUMER],
+};
+
 fn servers() -> &'static dyn StateStore {
-    &super::lab::SERVERS
+    &SERVERS
 }
 
 fn is_file(name: &str) -> bool {
