@@ -17,9 +17,12 @@ mod power;
 pub mod report;
 pub mod run;
 mod server_kill;
+pub mod shard;
 pub mod states;
 pub mod steps;
 pub mod verdict;
+#[cfg(test)]
+mod verdict_tests;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -81,6 +84,11 @@ pub struct Args {
     /// writable directory, else the system's temp dir); see README, "What each crash mode does and does not flush"
     #[arg(long, value_name = "DIR")]
     pub work_dir: Option<PathBuf>,
+    /// Run only bucket K of N of the matrix: hash (by each case's identity: adding a design
+    /// moves no other case) or count (round-robin, even sizes); `crashlab merge` joins the
+    /// shards (docs/running-in-ci.md)
+    #[arg(long, value_name = "hash:K/N|count:K/N", value_parser = shard::parse)]
+    pub shard: Option<shard::Shard>,
     #[command(flatten)]
     pub stack: Box<crate::engine::stack::StackArgs>,
 }
@@ -217,6 +225,17 @@ fn check_max_states(cut: Option<Style>, max: Option<usize>) -> Result<()> {
     }
 }
 
+/// What every case's identity line shares in a run of `args`.
+pub fn identity_of(lab: &LabStack, args: &Args) -> shard::Plan {
+    shard::Plan {
+        lab: lab.full_name(),
+        stack: lab.stack_name(),
+        crash_mode: args.crash_mode.name(),
+        cut: args.cut.map_or("-".to_string(), |c| c.name().to_string()),
+        seed: args.seed.map_or("-".to_string(), |s| s.to_string()),
+    }
+}
+
 /// What `command` resolved from the arguments.
 pub struct Run<'a> {
     pub designs: &'a [&'static str],
@@ -236,6 +255,9 @@ pub struct Run<'a> {
     pub server: Option<crate::engine::stack::Server>,
     /// A lab on a broker: its queues' type (server-kill predictions may differ by it).
     pub queue_type: crate::engine::stack::QueueType,
+    /// What every case's identity shares, and the bucket this run keeps (`--shard`).
+    pub identity: shard::Plan,
+    pub shard: Option<shard::Shard>,
 }
 
 pub fn command(args: &Args, recorded: Vec<String>) -> Result<i32> {
@@ -314,6 +336,8 @@ pub fn command(args: &Args, recorded: Vec<String>) -> Result<i32> {
         session: session.as_ref(),
         server: args.stack.server,
         queue_type: args.stack.queue_type.unwrap_or_default(),
+        identity: identity_of(lab, args),
+        shard: args.shard,
     };
     let result = report::explore(lab, plan, nemesis, &run, &partial);
     let result = match (result, session) {
