@@ -186,6 +186,8 @@ pub enum Command {
     },
     /// Move the crash everywhere: every point, every hit, every variant, checked end to end
     Explore(crate::engine::explore::Args),
+    /// Join explore shards (`--shard`) into one run: one explore.json, matrix, report, verdict
+    Merge(crate::engine::explore::merge::Args),
     /// Print size, raw SHA-256 and logical SHA-256 (rows, not pages) of database files
     Digest {
         /// Database files to digest (each read from a private copy, never written)

@@ -119,6 +119,7 @@ pub fn run(command: Command) -> Result<i32> {
         }
         Command::Servers(args) => crate::servers::command::run(&args),
         Command::Explore(args) => engine::explore::command(&args, recorded_args()),
+        Command::Merge(args) => engine::explore::merge::command(&args, recorded_args()),
         Command::Probe(args) => crate::probe::command(&args, recorded_args()),
         Command::Digest { files, json } => {
             let mut documents = Vec::with_capacity(files.len());

@@ -37,6 +37,7 @@ mod run;
 mod sequence;
 mod servers;
 mod shards;
+pub(crate) use shards::MERGED;
 mod sources;
 mod statements;
 mod states;

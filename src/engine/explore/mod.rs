@@ -12,6 +12,7 @@ pub mod case;
 pub mod export;
 pub mod invariant;
 mod judged;
+pub mod merge;
 pub mod plan;
 mod power;
 pub mod report;
@@ -225,6 +226,19 @@ fn check_max_states(cut: Option<Style>, max: Option<usize>) -> Result<()> {
     }
 }
 
+/// The designs `args` asks for, and under power loss what each is (profile, cut).
+pub fn designs_of(
+    plan: &dyn ExplorePlan,
+    args: &Args,
+) -> Result<(Vec<steps::PowerDesign>, Vec<&'static str>)> {
+    if args.crash_mode != CrashMode::PowerLoss {
+        return Ok((Vec::new(), parse_designs(plan, &args.variants)?));
+    }
+    let power = power::designs(plan, &args.variants, args.cut, args.seed, args.max_states)?;
+    let designs = power.iter().map(|d| d.name).collect();
+    Ok((power, designs))
+}
+
 /// What every case's identity line shares in a run of `args`.
 pub fn identity_of(lab: &LabStack, args: &Args) -> shard::Plan {
     shard::Plan {
@@ -266,16 +280,7 @@ pub fn command(args: &Args, recorded: Vec<String>) -> Result<i32> {
     let plan = plan_of(lab)?;
     crash_mode::check_cut_flags(args.crash_mode, args.cut, args.seed)?;
     check_max_states(args.cut, args.max_states)?;
-    let power = match args.crash_mode {
-        CrashMode::PowerLoss => {
-            power::designs(plan, &args.variants, args.cut, args.seed, args.max_states)?
-        }
-        _ => Vec::new(),
-    };
-    let designs = match args.crash_mode {
-        CrashMode::PowerLoss => power.iter().map(|d| d.name).collect(),
-        _ => parse_designs(plan, &args.variants)?,
-    };
+    let (power, designs) = designs_of(plan, args)?;
     let points = parse_points(lab, args.points.as_deref())?;
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let jobs = args.jobs.unwrap_or(cores.min(JOBS_MAX));

@@ -21,7 +21,7 @@ use crate::engine::nemesis::Nemesis;
 use crate::engine::LabStack;
 
 /// One design's probe and the hits it saw.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct Probe {
     pub variant: &'static str,
     pub result: CaseResult,
