@@ -81,7 +81,7 @@ fn merged_equals_unsharded(args: &[&str]) {
     let single = crashlab(dir, &whole);
     let mut merge = vec!["merge".to_string()];
     merge.extend(names(&shards));
-    merge.extend(["--out".to_string(), "merged".to_string()]);
+    merge.extend(["--out", "merged", "--junit", "merged.xml"].map(String::from));
     let merge: Vec<&str> = merge.iter().map(String::as_str).collect();
     let merged = crashlab(dir, &merge);
     assert_eq!(code(&merged), code(&single), "{}", stderr(&merged));
@@ -152,6 +152,115 @@ fn four_hash_shards_merged_give_the_unsharded_verdict_under_power_loss() {
         "--points",
         "publisher",
     ]);
+}
+
+/// The test cases of a JUnit report, held to the shape the JUnit XML schema gives:
+/// `testsuites` > `testsuite` > `testcase` (name, classname, time), at most one `failure`
+/// (message, type) or `skipped` each, and counts that add up. (name, failure message and
+/// text) per case.
+fn junit(path: &Path) -> Vec<(String, Option<(String, String)>)> {
+    let xml = std::fs::read_to_string(path).unwrap();
+    let doc = roxmltree::Document::parse(&xml).unwrap();
+    let root = doc.root_element();
+    assert_eq!(root.tag_name().name(), "testsuites");
+    let number = |n: roxmltree::Node, a: &str| -> f64 {
+        n.attribute(a)
+            .unwrap_or_else(|| panic!("{} has no {a}", n.tag_name().name()))
+            .parse()
+            .unwrap_or_else(|_| panic!("{a} is no number"))
+    };
+    let suites: Vec<_> = root.children().filter(|n| n.is_element()).collect();
+    assert_eq!(suites.len(), 1);
+    let suite = suites[0];
+    assert_eq!(suite.tag_name().name(), "testsuite");
+    assert!(suite.attribute("name").is_some_and(|n| !n.is_empty()));
+    let mut out = Vec::new();
+    let (mut failures, mut skipped) = (0.0, 0.0);
+    for case in suite.children().filter(|n| n.is_element()) {
+        assert_eq!(case.tag_name().name(), "testcase");
+        assert!(case.attribute("name").is_some_and(|n| !n.is_empty()));
+        assert!(case.attribute("classname").is_some_and(|n| !n.is_empty()));
+        assert!(number(case, "time") >= 0.0);
+        let mut failure = None;
+        for child in case.children().filter(|n| n.is_element()) {
+            match child.tag_name().name() {
+                "failure" => {
+                    assert!(failure.is_none(), "one failure per case");
+                    assert_eq!(child.attribute("type"), Some("failure"));
+                    let message = child.attribute("message").unwrap().to_string();
+                    failure = Some((message, child.text().unwrap_or("").to_string()));
+                    failures += 1.0;
+                }
+                "skipped" => skipped += 1.0,
+                "system-out" => {}
+                other => panic!("<{other}> is not a testcase's child"),
+            }
+        }
+        out.push((case.attribute("name").unwrap().to_string(), failure));
+    }
+    for n in [root, suite] {
+        assert_eq!(number(n, "tests"), out.len() as f64);
+        assert_eq!(number(n, "failures"), failures);
+        assert_eq!(number(n, "skipped"), skipped);
+        assert_eq!(number(n, "errors"), 0.0);
+        assert!(number(n, "time") >= 0.0);
+    }
+    out
+}
+
+#[test]
+fn explore_junit_fails_the_case_or_the_verdict_that_differs_and_names_the_break() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    // The predicted break is at the publisher's points, left out: the verdict fails.
+    let args = [
+        "explore",
+        "14",
+        "--variants",
+        "mark-before-send",
+        "--points",
+        "sender",
+    ];
+    let out = crashlab(
+        dir,
+        &[&args[..], &["--out", "e", "--junit", "e.xml"]].concat(),
+    );
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    let cases = junit(&dir.join("e.xml"));
+    let (name, failure) = cases.last().unwrap();
+    assert_eq!(name, "verdict");
+    assert!(
+        failure.as_ref().unwrap().0.contains("was not explored"),
+        "{failure:?}"
+    );
+    assert!(cases[..cases.len() - 1].iter().all(|(_, f)| f.is_none()));
+    // The break itself, at its point, passes as predicted and says what broke.
+    let out = crashlab(
+        dir,
+        &[
+            "explore",
+            "14",
+            "--variants",
+            "mark-before-send",
+            "--out",
+            "f",
+            "--junit",
+            "f.xml",
+        ],
+    );
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let xml = std::fs::read_to_string(dir.join("f.xml")).unwrap();
+    assert!(
+        xml.contains("breaks as predicted; broken: no_lost_effect"),
+        "{xml}"
+    );
+    // A file that cannot be written is said before anything runs.
+    let out = crashlab(
+        dir,
+        &[&args[..], &["--out", "g", "--junit", "nowhere/g.xml"]].concat(),
+    );
+    assert_eq!(code(&out), 2);
+    assert!(!dir.join("g").exists());
 }
 
 /// A small plan split in two shards, for the refusals.

@@ -90,6 +90,10 @@ pub struct Args {
     /// shards (docs/running-in-ci.md)
     #[arg(long, value_name = "hash:K/N|count:K/N", value_parser = shard::parse)]
     pub shard: Option<shard::Shard>,
+    /// Also write a JUnit XML report: one test case per case, failed where it differs
+    /// from its design's prediction
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<PathBuf>,
     #[command(flatten)]
     pub stack: Box<crate::engine::stack::StackArgs>,
 }
@@ -317,6 +321,9 @@ pub fn command(args: &Args, recorded: Vec<String>) -> Result<i32> {
         ))
     });
     let (root, work_fs) = work_root(args.work_dir.as_deref())?;
+    if let Some(junit) = &args.junit {
+        crate::junit::check_path(junit)?;
+    }
     crate::interrupt::catch().context("catching SIGINT and SIGTERM")?;
     let partial = driver::claim_out(&out)?;
     let session = match crate::engine::fleet::Session::start(lab, &args.stack) {
@@ -364,6 +371,9 @@ pub fn command(args: &Args, recorded: Vec<String>) -> Result<i32> {
         }
     };
     crate::engine::evidence::publish(&partial, &out)?;
+    if let Some(junit) = &args.junit {
+        export::junit::suite(&report).write(junit)?;
+    }
     if args.json {
         // One JSON document on stdout, the content of explore.json; nothing else.
         crate::say!("{}", export::json::render(&report)?);

@@ -29,6 +29,9 @@ pub struct Args {
     /// Print the merged explore.json to stdout instead of the table
     #[arg(long)]
     pub json: bool,
+    /// Also write a JUnit XML report: one test case per case (as explore's --junit)
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<PathBuf>,
 }
 
 pub fn command(args: &Args, recorded: Vec<String>) -> Result<i32> {
@@ -85,6 +88,9 @@ pub fn command(args: &Args, recorded: Vec<String>) -> Result<i32> {
         shard: None,
     };
     read::check(&shards, &|c| report::identity(&run, c))?;
+    if let Some(junit) = &args.junit {
+        crate::junit::check_path(junit)?;
+    }
 
     let partial = crate::engine::driver::claim_out(&args.out)?;
     let written = write(lab, plan, nemesis.name(), &run, &shards, &partial);
@@ -96,6 +102,9 @@ pub fn command(args: &Args, recorded: Vec<String>) -> Result<i32> {
         }
     };
     evidence::publish(&partial, &args.out)?;
+    if let Some(junit) = &args.junit {
+        export::junit::suite(&report).write(junit)?;
+    }
     if args.json {
         crate::say!("{}", export::json::render(&report)?);
     } else {
