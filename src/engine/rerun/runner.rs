@@ -154,6 +154,8 @@ pub fn recorded(dir: &Path) -> Result<Recorded> {
             .map(|_| ())
             .map_err(|e| fail::usage(format!("{where_}: {}", fail::one_line(&e))))
     };
+    // Explore's `--junit FILE` is written by the rerun too: it must land inside as well.
+    let mut junit = None;
     let (out, work_dir, timeout_ms) = match (kind, parsed.command) {
         (Kind::Driver, Command::Driver { lab, out, .. }) => {
             known(&lab)?;
@@ -161,6 +163,7 @@ pub fn recorded(dir: &Path) -> Result<Recorded> {
         }
         (Kind::Explore, Command::Explore(args)) => {
             known(&args.lab)?;
+            junit = args.junit;
             (args.out, args.work_dir, RERUN_TIMEOUT_MS)
         }
         (Kind::Chaos, Command::Chaos { lab, options }) => {
@@ -184,7 +187,7 @@ pub fn recorded(dir: &Path) -> Result<Recorded> {
     // The recorded paths are relative; the rerun's working directory is nested as deep as
     // they reach up, so that every one of them lands inside the temporary directory.
     let mut up = 0;
-    for path in out.iter().chain(&work_dir) {
+    for path in out.iter().chain(&work_dir).chain(&junit) {
         let (reach, below) = parent_depth(path)
             .map_err(|e| fail::usage(format!("{where_}: {}", fail::one_line(&e))))?;
         if !below {
