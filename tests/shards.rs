@@ -361,3 +361,33 @@ fn a_shard_judges_only_its_own_cases_and_says_so() {
         assert!(!dir.join("x").exists());
     }
 }
+
+#[test]
+fn driver_junit_has_a_test_case_per_scenario_failed_with_the_step_that_broke() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let out = crashlab(dir, &["driver", "14", "--out", "a", "--junit", "a.xml"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let cases = junit(&dir.join("a.xml"));
+    assert_eq!(cases.len(), 1);
+    assert!(cases[0].1.is_none());
+    // The publisher's crash moved away: the steps after it see what it did not leave.
+    let more = ["--move-crash", "publish-crash=none"];
+    let out = crashlab(
+        dir,
+        &[
+            &["driver", "14", "--out", "b", "--junit", "b.xml"][..],
+            &more,
+        ]
+        .concat(),
+    );
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    let cases = junit(&dir.join("b.xml"));
+    let (message, text) = cases[0].1.clone().expect("the scenario failed");
+    assert!(
+        message.starts_with("after-publish: exit 1, expected 0"),
+        "{message}"
+    );
+    assert!(text.lines().count() >= 3, "{text}");
+    assert_eq!(code(&crashlab(dir, &["audit", "b"])), 0);
+}

@@ -152,6 +152,9 @@ pub enum Command {
         /// Print one JSON document (verdict, evidence directory, scenarios, steps), no table
         #[arg(long)]
         json: bool,
+        /// Also write a JUnit XML report: one test case per scenario
+        #[arg(long, value_name = "FILE")]
+        junit: Option<PathBuf>,
     },
     /// A lab under load (lab 14: sender, publisher and K consumers at once), seeded random SIGKILLs
     Chaos {

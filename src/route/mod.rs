@@ -66,6 +66,7 @@ pub fn run(command: Command) -> Result<i32> {
             seed,
             step_timeout_ms,
             json,
+            junit,
             stack,
         } => {
             let lab = crate::engine::registry::find_on(&name, stack.stack.as_deref())?;
@@ -85,6 +86,7 @@ pub fn run(command: Command) -> Result<i32> {
                     step_timeout_ms,
                     command,
                     json,
+                    junit,
                     stack: *stack,
                 },
             )

@@ -154,11 +154,17 @@ pub fn recorded(dir: &Path) -> Result<Recorded> {
             .map(|_| ())
             .map_err(|e| fail::usage(format!("{where_}: {}", fail::one_line(&e))))
     };
-    // Explore's `--junit FILE` is written by the rerun too: it must land inside as well.
+    // A `--junit FILE` is written by the rerun too: it must land inside as well.
     let mut junit = None;
     let (out, work_dir, timeout_ms) = match (kind, parsed.command) {
-        (Kind::Driver, Command::Driver { lab, out, .. }) => {
+        (
+            Kind::Driver,
+            Command::Driver {
+                lab, out, junit: j, ..
+            },
+        ) => {
             known(&lab)?;
+            junit = j;
             (out, None, RERUN_TIMEOUT_MS)
         }
         (Kind::Explore, Command::Explore(args)) => {
