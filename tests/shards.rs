@@ -391,3 +391,33 @@ fn driver_junit_has_a_test_case_per_scenario_failed_with_the_step_that_broke() {
     assert!(text.lines().count() >= 3, "{text}");
     assert_eq!(code(&crashlab(dir, &["audit", "b"])), 0);
 }
+
+#[test]
+fn chaos_junit_has_a_test_case_for_its_seed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let args = [
+        "chaos",
+        "14",
+        "--messages",
+        "100",
+        "--kills",
+        "3",
+        "--seed",
+        "7",
+    ];
+    let out = crashlab(
+        dir,
+        &[&args[..], &["--out", "c", "--junit", "c.xml"]].concat(),
+    );
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let cases = junit(&dir.join("c.xml"));
+    assert_eq!(cases, vec![("seed 7".to_string(), None)]);
+    assert_eq!(code(&crashlab(dir, &["audit", "c"])), 0);
+    let out = crashlab(
+        dir,
+        &[&args[..], &["--out", "d", "--junit", "nowhere/d.xml"]].concat(),
+    );
+    assert_eq!(code(&out), 2);
+    assert!(!dir.join("d").exists());
+}

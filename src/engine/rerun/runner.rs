@@ -155,7 +155,7 @@ pub fn recorded(dir: &Path) -> Result<Recorded> {
             .map_err(|e| fail::usage(format!("{where_}: {}", fail::one_line(&e))))
     };
     // A `--junit FILE` is written by the rerun too: it must land inside as well.
-    let mut junit = None;
+    let junit;
     let (out, work_dir, timeout_ms) = match (kind, parsed.command) {
         (
             Kind::Driver,
@@ -174,6 +174,7 @@ pub fn recorded(dir: &Path) -> Result<Recorded> {
         }
         (Kind::Chaos, Command::Chaos { lab, options }) => {
             let (out, timeout_ms) = (options.out, options.timeout_ms);
+            junit = options.junit;
             crate::engine::load::check_lab(&lab)
                 .map_err(|e| fail::usage(format!("{where_}: {}", fail::one_line(&e))))?;
             if out.is_none() {
