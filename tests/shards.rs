@@ -7,7 +7,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::Child;
 
-use common::{code, crashlab, json, stderr, stdout, BIN};
+use common::{code, crashlab, json, junit, stderr, stdout, BIN};
 use serde_json::Value;
 
 /// Start `explore 14 ARGS --shard hash:K/N --out sK` for every K at once, as N CI jobs.
@@ -124,6 +124,13 @@ fn merged_equals_unsharded(args: &[&str]) {
             "{evidence}"
         );
     }
+    // JUnit: one test case per case (and `verdict` for a difference of no case), failed
+    // exactly when the verdict is.
+    let cases = junit(&dir.join("merged.xml"));
+    let per_case = cases.iter().filter(|(name, _)| name != "verdict").count();
+    assert_eq!(per_case, statuses(&a).len());
+    let failed = cases.iter().any(|(_, failure)| failure.is_some());
+    assert_eq!(failed, a["ok"] != true);
     let audit = crashlab(dir, &["audit", "merged"]);
     assert_eq!(code(&audit), 0, "{}", stdout(&audit));
     assert!(
@@ -152,115 +159,6 @@ fn four_hash_shards_merged_give_the_unsharded_verdict_under_power_loss() {
         "--points",
         "publisher",
     ]);
-}
-
-/// The test cases of a JUnit report, held to the shape the JUnit XML schema gives:
-/// `testsuites` > `testsuite` > `testcase` (name, classname, time), at most one `failure`
-/// (message, type) or `skipped` each, and counts that add up. (name, failure message and
-/// text) per case.
-fn junit(path: &Path) -> Vec<(String, Option<(String, String)>)> {
-    let xml = std::fs::read_to_string(path).unwrap();
-    let doc = roxmltree::Document::parse(&xml).unwrap();
-    let root = doc.root_element();
-    assert_eq!(root.tag_name().name(), "testsuites");
-    let number = |n: roxmltree::Node, a: &str| -> f64 {
-        n.attribute(a)
-            .unwrap_or_else(|| panic!("{} has no {a}", n.tag_name().name()))
-            .parse()
-            .unwrap_or_else(|_| panic!("{a} is no number"))
-    };
-    let suites: Vec<_> = root.children().filter(|n| n.is_element()).collect();
-    assert_eq!(suites.len(), 1);
-    let suite = suites[0];
-    assert_eq!(suite.tag_name().name(), "testsuite");
-    assert!(suite.attribute("name").is_some_and(|n| !n.is_empty()));
-    let mut out = Vec::new();
-    let (mut failures, mut skipped) = (0.0, 0.0);
-    for case in suite.children().filter(|n| n.is_element()) {
-        assert_eq!(case.tag_name().name(), "testcase");
-        assert!(case.attribute("name").is_some_and(|n| !n.is_empty()));
-        assert!(case.attribute("classname").is_some_and(|n| !n.is_empty()));
-        assert!(number(case, "time") >= 0.0);
-        let mut failure = None;
-        for child in case.children().filter(|n| n.is_element()) {
-            match child.tag_name().name() {
-                "failure" => {
-                    assert!(failure.is_none(), "one failure per case");
-                    assert_eq!(child.attribute("type"), Some("failure"));
-                    let message = child.attribute("message").unwrap().to_string();
-                    failure = Some((message, child.text().unwrap_or("").to_string()));
-                    failures += 1.0;
-                }
-                "skipped" => skipped += 1.0,
-                "system-out" => {}
-                other => panic!("<{other}> is not a testcase's child"),
-            }
-        }
-        out.push((case.attribute("name").unwrap().to_string(), failure));
-    }
-    for n in [root, suite] {
-        assert_eq!(number(n, "tests"), out.len() as f64);
-        assert_eq!(number(n, "failures"), failures);
-        assert_eq!(number(n, "skipped"), skipped);
-        assert_eq!(number(n, "errors"), 0.0);
-        assert!(number(n, "time") >= 0.0);
-    }
-    out
-}
-
-#[test]
-fn explore_junit_fails_the_case_or_the_verdict_that_differs_and_names_the_break() {
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path();
-    // The predicted break is at the publisher's points, left out: the verdict fails.
-    let args = [
-        "explore",
-        "14",
-        "--variants",
-        "mark-before-send",
-        "--points",
-        "sender",
-    ];
-    let out = crashlab(
-        dir,
-        &[&args[..], &["--out", "e", "--junit", "e.xml"]].concat(),
-    );
-    assert_eq!(code(&out), 1, "{}", stderr(&out));
-    let cases = junit(&dir.join("e.xml"));
-    let (name, failure) = cases.last().unwrap();
-    assert_eq!(name, "verdict");
-    assert!(
-        failure.as_ref().unwrap().0.contains("was not explored"),
-        "{failure:?}"
-    );
-    assert!(cases[..cases.len() - 1].iter().all(|(_, f)| f.is_none()));
-    // The break itself, at its point, passes as predicted and says what broke.
-    let out = crashlab(
-        dir,
-        &[
-            "explore",
-            "14",
-            "--variants",
-            "mark-before-send",
-            "--out",
-            "f",
-            "--junit",
-            "f.xml",
-        ],
-    );
-    assert_eq!(code(&out), 0, "{}", stderr(&out));
-    let xml = std::fs::read_to_string(dir.join("f.xml")).unwrap();
-    assert!(
-        xml.contains("breaks as predicted; broken: no_lost_effect"),
-        "{xml}"
-    );
-    // A file that cannot be written is said before anything runs.
-    let out = crashlab(
-        dir,
-        &[&args[..], &["--out", "g", "--junit", "nowhere/g.xml"]].concat(),
-    );
-    assert_eq!(code(&out), 2);
-    assert!(!dir.join("g").exists());
 }
 
 /// A small plan split in two shards, for the refusals.
@@ -360,64 +258,4 @@ fn a_shard_judges_only_its_own_cases_and_says_so() {
         assert_eq!(code(&out), 2, "{bad}: {}", stderr(&out));
         assert!(!dir.join("x").exists());
     }
-}
-
-#[test]
-fn driver_junit_has_a_test_case_per_scenario_failed_with_the_step_that_broke() {
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path();
-    let out = crashlab(dir, &["driver", "14", "--out", "a", "--junit", "a.xml"]);
-    assert_eq!(code(&out), 0, "{}", stderr(&out));
-    let cases = junit(&dir.join("a.xml"));
-    assert_eq!(cases.len(), 1);
-    assert!(cases[0].1.is_none());
-    // The publisher's crash moved away: the steps after it see what it did not leave.
-    let more = ["--move-crash", "publish-crash=none"];
-    let out = crashlab(
-        dir,
-        &[
-            &["driver", "14", "--out", "b", "--junit", "b.xml"][..],
-            &more,
-        ]
-        .concat(),
-    );
-    assert_eq!(code(&out), 1, "{}", stderr(&out));
-    let cases = junit(&dir.join("b.xml"));
-    let (message, text) = cases[0].1.clone().expect("the scenario failed");
-    assert!(
-        message.starts_with("after-publish: exit 1, expected 0"),
-        "{message}"
-    );
-    assert!(text.lines().count() >= 3, "{text}");
-    assert_eq!(code(&crashlab(dir, &["audit", "b"])), 0);
-}
-
-#[test]
-fn chaos_junit_has_a_test_case_for_its_seed() {
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path();
-    let args = [
-        "chaos",
-        "14",
-        "--messages",
-        "100",
-        "--kills",
-        "3",
-        "--seed",
-        "7",
-    ];
-    let out = crashlab(
-        dir,
-        &[&args[..], &["--out", "c", "--junit", "c.xml"]].concat(),
-    );
-    assert_eq!(code(&out), 0, "{}", stderr(&out));
-    let cases = junit(&dir.join("c.xml"));
-    assert_eq!(cases, vec![("seed 7".to_string(), None)]);
-    assert_eq!(code(&crashlab(dir, &["audit", "c"])), 0);
-    let out = crashlab(
-        dir,
-        &[&args[..], &["--out", "d", "--junit", "nowhere/d.xml"]].concat(),
-    );
-    assert_eq!(code(&out), 2);
-    assert!(!dir.join("d").exists());
 }
