@@ -120,6 +120,19 @@ impl Suite {
     }
 }
 
+/// A `--junit FILE` that can be written: said before a run starts, since a report that
+/// cannot be written after the run would come too late to choose another name.
+pub fn check_path(path: &Path) -> Result<()> {
+    let parent = path.parent().filter(|p| !p.as_os_str().is_empty());
+    if path.is_dir() || path.file_name().is_none() || parent.is_some_and(|p| !p.is_dir()) {
+        return Err(crate::fail::usage(format!(
+            "--junit {}: not a file in an existing directory",
+            path.display()
+        )));
+    }
+    Ok(())
+}
+
 /// Seconds with millisecond precision; a negative or non-finite time (a clock gone wrong)
 /// is 0.
 fn seconds(s: f64) -> String {

@@ -9,7 +9,7 @@ use crate::engine::Lab;
 /// The engine commands in the order a new user meets them; any other subcommand that is no
 /// lab's role follows in definition order.
 const ENGINE_ORDER: &[&str] = &[
-    "driver", "explore", "chaos", "bench", "probe", "audit", "points", "lab", "digest",
+    "driver", "explore", "merge", "chaos", "bench", "probe", "audit", "points", "lab", "digest",
 ];
 
 /// The commands to start with, shown by the guide and at the end of `--help`.

@@ -131,6 +131,9 @@ pub enum Command {
         /// Print one JSON document (verdict, evidence directory, scenarios, steps), no table
         #[arg(long)]
         json: bool,
+        /// Also write a JUnit XML report: one test case per scenario
+        #[arg(long, value_name = "FILE")]
+        junit: Option<PathBuf>,
     },
     /// A lab under load (lab 14: sender, publisher and K consumers at once), seeded random SIGKILLs
     Chaos {
@@ -165,6 +168,8 @@ pub enum Command {
     },
     /// Move the crash everywhere: every point, every hit, every variant, checked end to end
     Explore(crate::engine::explore::Args),
+    /// Join explore shards (`--shard`) into one run: one explore.json, matrix, report, verdict
+    Merge(crate::engine::explore::merge::Args),
     /// Print size, raw SHA-256 and logical SHA-256 (rows, not pages) of database files
     Digest {
         /// Database files to digest (each read from a private copy, never written)

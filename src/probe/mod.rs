@@ -47,15 +47,7 @@ pub fn command(args: &Args, recorded: Vec<String>) -> Result<i32> {
     let addr = config.url.resolve(timeout)?;
     target::reachable(&config.url, addr, timeout)?;
     if let Some(junit) = &args.junit {
-        // Said before anything runs: a report that cannot be written after the run would
-        // come too late to choose another name.
-        let parent = junit.parent().filter(|p| !p.as_os_str().is_empty());
-        if junit.is_dir() || junit.file_name().is_none() || parent.is_some_and(|p| !p.is_dir()) {
-            return Err(fail::usage(format!(
-                "--junit {}: not a file in an existing directory",
-                junit.display()
-            )));
-        }
+        crate::junit::check_path(junit)?;
     }
     let out = args.out.clone().unwrap_or_else(|| {
         PathBuf::from("target")

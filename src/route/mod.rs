@@ -66,6 +66,7 @@ pub fn run(command: Command) -> Result<i32> {
             seed,
             step_timeout_ms,
             json,
+            junit,
             stack,
         } => {
             let lab = crate::engine::registry::find_on(&name, stack.stack.as_deref())?;
@@ -85,6 +86,7 @@ pub fn run(command: Command) -> Result<i32> {
                     step_timeout_ms,
                     command,
                     json,
+                    junit,
                     stack: *stack,
                 },
             )
@@ -119,6 +121,7 @@ pub fn run(command: Command) -> Result<i32> {
         }
         Command::Servers(args) => crate::servers::command::run(&args),
         Command::Explore(args) => engine::explore::command(&args, recorded_args()),
+        Command::Merge(args) => engine::explore::merge::command(&args, recorded_args()),
         Command::Probe(args) => crate::probe::command(&args, recorded_args()),
         Command::Digest { files, json } => {
             let mut documents = Vec::with_capacity(files.len());

@@ -111,3 +111,57 @@ pub fn marked_processes(mark: &str) -> Vec<String> {
     }
     found
 }
+
+/// The test cases of a JUnit report, held to the shape the JUnit XML schema gives:
+/// `testsuites` > `testsuite` > `testcase` (name, classname, time), at most one `failure`
+/// (message, type) or `skipped` each, and counts that add up. (name, failure message and
+/// text) per case.
+pub fn junit(path: &Path) -> Vec<(String, Option<(String, String)>)> {
+    let xml = std::fs::read_to_string(path).unwrap();
+    let doc = roxmltree::Document::parse(&xml).unwrap();
+    let root = doc.root_element();
+    assert_eq!(root.tag_name().name(), "testsuites");
+    let number = |n: roxmltree::Node, a: &str| -> f64 {
+        n.attribute(a)
+            .unwrap_or_else(|| panic!("{} has no {a}", n.tag_name().name()))
+            .parse()
+            .unwrap_or_else(|_| panic!("{a} is no number"))
+    };
+    let suites: Vec<_> = root.children().filter(|n| n.is_element()).collect();
+    assert_eq!(suites.len(), 1);
+    let suite = suites[0];
+    assert_eq!(suite.tag_name().name(), "testsuite");
+    assert!(suite.attribute("name").is_some_and(|n| !n.is_empty()));
+    let mut out = Vec::new();
+    let (mut failures, mut skipped) = (0.0, 0.0);
+    for case in suite.children().filter(|n| n.is_element()) {
+        assert_eq!(case.tag_name().name(), "testcase");
+        assert!(case.attribute("name").is_some_and(|n| !n.is_empty()));
+        assert!(case.attribute("classname").is_some_and(|n| !n.is_empty()));
+        assert!(number(case, "time") >= 0.0);
+        let mut failure = None;
+        for child in case.children().filter(|n| n.is_element()) {
+            match child.tag_name().name() {
+                "failure" => {
+                    assert!(failure.is_none(), "one failure per case");
+                    assert_eq!(child.attribute("type"), Some("failure"));
+                    let message = child.attribute("message").unwrap().to_string();
+                    failure = Some((message, child.text().unwrap_or("").to_string()));
+                    failures += 1.0;
+                }
+                "skipped" => skipped += 1.0,
+                "system-out" => {}
+                other => panic!("<{other}> is not a testcase's child"),
+            }
+        }
+        out.push((case.attribute("name").unwrap().to_string(), failure));
+    }
+    for n in [root, suite] {
+        assert_eq!(number(n, "tests"), out.len() as f64);
+        assert_eq!(number(n, "failures"), failures);
+        assert_eq!(number(n, "skipped"), skipped);
+        assert_eq!(number(n, "errors"), 0.0);
+        assert!(number(n, "time") >= 0.0);
+    }
+    out
+}

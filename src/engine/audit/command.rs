@@ -63,6 +63,7 @@ pub fn parse(command: &[String]) -> Result<Parsed, String> {
             seed,
             step_timeout_ms,
             json: _,
+            junit: _,
             stack,
         } => {
             let refused = |e: anyhow::Error| {

@@ -36,6 +36,8 @@ mod results;
 mod run;
 mod sequence;
 mod servers;
+mod shards;
+pub(crate) use shards::MERGED;
 mod sources;
 mod statements;
 mod states;
@@ -134,6 +136,7 @@ pub fn audit(dir: &Path, strict_sources: bool) -> Report {
             );
         }
         report.attested = vec![format!("{EXPLORE} and every case's claims")];
+        shards::note(&mut report, &tree);
         if states::check(&mut report, &tree) {
             // `--cut exhaustive`: each case's states are enumerated again from its record.
             report

@@ -37,6 +37,8 @@ pub struct Options {
     pub command: Vec<String>,
     /// Print one JSON document on stdout instead of the table.
     pub json: bool,
+    /// `--junit FILE`: one test case per scenario.
+    pub junit: Option<PathBuf>,
     /// `--stack`, the server URLs and `--server` (a lab on servers).
     pub stack: crate::engine::stack::StackArgs,
 }
@@ -76,6 +78,9 @@ pub fn run(lab: &LabStack, options: &Options) -> Result<i32> {
             "--step-timeout-ms {} is out of range (1 to {STEP_TIMEOUT_MS_MAX})",
             options.step_timeout_ms
         )));
+    }
+    if let Some(junit) = &options.junit {
+        crate::junit::check_path(junit)?;
     }
     let mut scenarios = (lab.scenarios)();
     apply_moves(lab, &mut scenarios, &options.moves)?;
@@ -122,6 +127,9 @@ pub fn run(lab: &LabStack, options: &Options) -> Result<i32> {
         }
     };
     evidence::publish(&partial, &options.out)?;
+    if let Some(junit) = &options.junit {
+        summary::junit(&run.results).write(junit)?;
+    }
     if options.json {
         let document = summary::document(lab, &run, &scenarios, options);
         crate::say!("{}", serde_json::to_string_pretty(&document)?);

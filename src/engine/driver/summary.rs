@@ -90,3 +90,52 @@ pub(super) fn document(
         "steps": steps,
     })
 }
+
+/// `--junit FILE`: one test case per scenario, failed when a step's expectation or the
+/// scenario's checker failed; the failure names the step and what it showed, and the bad
+/// anomalies.
+pub fn junit(results: &crate::engine::evidence::Results) -> crate::junit::Suite {
+    let mut names: Vec<&str> = Vec::new();
+    for s in &results.steps {
+        if !names.contains(&s.scenario.as_str()) {
+            names.push(&s.scenario);
+        }
+    }
+    let cases = names
+        .into_iter()
+        .map(|name| {
+            let mut failed: Vec<String> = results
+                .steps
+                .iter()
+                .filter(|s| s.scenario == name && !s.ok)
+                .map(|s| format!("{}: {}", s.step, s.problems.join("; ")))
+                .collect();
+            let findings = results.scenarios.iter().find(|f| f.scenario == name);
+            for f in findings.iter().filter(|f| !f.ok) {
+                failed.push(format!("anomalies: {}", f.summary));
+                for a in &f.bad_anomalies {
+                    failed.push(format!("{} {}: {}", a.anomaly.name(), a.item, a.detail));
+                }
+            }
+            let outcome = match failed.first() {
+                None => crate::junit::Outcome::Passed,
+                Some(first) => crate::junit::Outcome::Failed {
+                    message: first.clone(),
+                    text: failed.join("\n"),
+                },
+            };
+            crate::junit::Case {
+                name: name.to_string(),
+                classname: results.lab.clone(),
+                time_s: 0.0,
+                outcome,
+                system_out: findings.map_or(String::new(), |f| f.summary.clone()),
+            }
+        })
+        .collect();
+    crate::junit::Suite {
+        name: format!("crashlab driver {}", results.lab),
+        time_s: 0.0,
+        cases,
+    }
+}

@@ -43,11 +43,12 @@ impl Case {
     }
 }
 
-/// The result of one case, as `explore.json` lists it.
-#[derive(Debug, Clone, Serialize)]
+/// The result of one case, as `explore.json` lists it (and `merge` reads it back).
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct CaseResult {
     pub variant: &'static str,
     /// None for the probe.
+    #[serde(borrow)]
     pub point: Option<&'static str>,
     pub hit: u32,
     pub expect_reached: bool,

@@ -73,7 +73,7 @@ impl Invariant {
 }
 
 /// How a case ended, as the matrix colours it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Status {
     /// Reached, every invariant held.
@@ -87,7 +87,7 @@ pub enum Status {
 }
 
 /// The invariants of one case; `None` where nothing was judged (not reached, or an error).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct Invariants {
     pub reached: Option<bool>,
     pub no_lost_effect: Option<bool>,

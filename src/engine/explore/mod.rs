@@ -12,14 +12,18 @@ pub mod case;
 pub mod export;
 pub mod invariant;
 mod judged;
+pub mod merge;
 pub mod plan;
 mod power;
 pub mod report;
 pub mod run;
 mod server_kill;
+pub mod shard;
 pub mod states;
 pub mod steps;
 pub mod verdict;
+#[cfg(test)]
+mod verdict_tests;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -81,6 +85,15 @@ pub struct Args {
     /// writable directory, else the system's temp dir); see README, "What each crash mode does and does not flush"
     #[arg(long, value_name = "DIR")]
     pub work_dir: Option<PathBuf>,
+    /// Run only bucket K of N of the matrix: hash (by each case's identity: adding a design
+    /// moves no other case) or count (round-robin, even sizes); `crashlab merge` joins the
+    /// shards (docs/running-in-ci.md)
+    #[arg(long, value_name = "hash:K/N|count:K/N", value_parser = shard::parse)]
+    pub shard: Option<shard::Shard>,
+    /// Also write a JUnit XML report: one test case per case, failed where it differs
+    /// from its design's prediction
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<PathBuf>,
     #[command(flatten)]
     pub stack: Box<crate::engine::stack::StackArgs>,
 }
@@ -217,6 +230,30 @@ fn check_max_states(cut: Option<Style>, max: Option<usize>) -> Result<()> {
     }
 }
 
+/// The designs `args` asks for, and under power loss what each is (profile, cut).
+pub fn designs_of(
+    plan: &dyn ExplorePlan,
+    args: &Args,
+) -> Result<(Vec<steps::PowerDesign>, Vec<&'static str>)> {
+    if args.crash_mode != CrashMode::PowerLoss {
+        return Ok((Vec::new(), parse_designs(plan, &args.variants)?));
+    }
+    let power = power::designs(plan, &args.variants, args.cut, args.seed, args.max_states)?;
+    let designs = power.iter().map(|d| d.name).collect();
+    Ok((power, designs))
+}
+
+/// What every case's identity line shares in a run of `args`.
+pub fn identity_of(lab: &LabStack, args: &Args) -> shard::Plan {
+    shard::Plan {
+        lab: lab.full_name(),
+        stack: lab.stack_name(),
+        crash_mode: args.crash_mode.name(),
+        cut: args.cut.map_or("-".to_string(), |c| c.name().to_string()),
+        seed: args.seed.map_or("-".to_string(), |s| s.to_string()),
+    }
+}
+
 /// What `command` resolved from the arguments.
 pub struct Run<'a> {
     pub designs: &'a [&'static str],
@@ -236,6 +273,9 @@ pub struct Run<'a> {
     pub server: Option<crate::engine::stack::Server>,
     /// A lab on a broker: its queues' type (server-kill predictions may differ by it).
     pub queue_type: crate::engine::stack::QueueType,
+    /// What every case's identity shares, and the bucket this run keeps (`--shard`).
+    pub identity: shard::Plan,
+    pub shard: Option<shard::Shard>,
 }
 
 pub fn command(args: &Args, recorded: Vec<String>) -> Result<i32> {
@@ -244,16 +284,7 @@ pub fn command(args: &Args, recorded: Vec<String>) -> Result<i32> {
     let plan = plan_of(lab)?;
     crash_mode::check_cut_flags(args.crash_mode, args.cut, args.seed)?;
     check_max_states(args.cut, args.max_states)?;
-    let power = match args.crash_mode {
-        CrashMode::PowerLoss => {
-            power::designs(plan, &args.variants, args.cut, args.seed, args.max_states)?
-        }
-        _ => Vec::new(),
-    };
-    let designs = match args.crash_mode {
-        CrashMode::PowerLoss => power.iter().map(|d| d.name).collect(),
-        _ => parse_designs(plan, &args.variants)?,
-    };
+    let (power, designs) = designs_of(plan, args)?;
     let points = parse_points(lab, args.points.as_deref())?;
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let jobs = args.jobs.unwrap_or(cores.min(JOBS_MAX));
@@ -290,6 +321,9 @@ pub fn command(args: &Args, recorded: Vec<String>) -> Result<i32> {
         ))
     });
     let (root, work_fs) = work_root(args.work_dir.as_deref())?;
+    if let Some(junit) = &args.junit {
+        crate::junit::check_path(junit)?;
+    }
     crate::interrupt::catch().context("catching SIGINT and SIGTERM")?;
     let partial = driver::claim_out(&out)?;
     let session = match crate::engine::fleet::Session::start(lab, &args.stack) {
@@ -314,6 +348,8 @@ pub fn command(args: &Args, recorded: Vec<String>) -> Result<i32> {
         session: session.as_ref(),
         server: args.stack.server,
         queue_type: args.stack.queue_type.unwrap_or_default(),
+        identity: identity_of(lab, args),
+        shard: args.shard,
     };
     let result = report::explore(lab, plan, nemesis, &run, &partial);
     let result = match (result, session) {
@@ -335,6 +371,9 @@ pub fn command(args: &Args, recorded: Vec<String>) -> Result<i32> {
         }
     };
     crate::engine::evidence::publish(&partial, &out)?;
+    if let Some(junit) = &args.junit {
+        export::junit::suite(&report).write(junit)?;
+    }
     if args.json {
         // One JSON document on stdout, the content of explore.json; nothing else.
         crate::say!("{}", export::json::render(&report)?);

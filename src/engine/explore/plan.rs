@@ -77,6 +77,31 @@ impl Counts {
     }
 }
 
+/// Read back in its order (`merge`): the keys borrow from a document that lives for the
+/// rest of the process.
+impl<'de: 'static> serde::Deserialize<'de> for Counts {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Ordered;
+        impl<'de: 'static> serde::de::Visitor<'de> for Ordered {
+            type Value = Counts;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a map of counts")
+            }
+            fn visit_map<M: serde::de::MapAccess<'de>>(
+                self,
+                mut map: M,
+            ) -> Result<Counts, M::Error> {
+                let mut counts = Counts::default();
+                while let Some((k, v)) = map.next_entry::<&'static str, i64>()? {
+                    counts.add(k, v);
+                }
+                Ok(counts)
+            }
+        }
+        deserializer.deserialize_map(Ordered)
+    }
+}
+
 impl Serialize for Counts {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let mut map = serializer.serialize_map(Some(self.0.len()))?;

@@ -1,7 +1,7 @@
 //! A run of explore end to end: the cases, the verdict, and `explore.json`, `explore.md`,
 //! `explore.svg` and the manifest in the run's directory.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::time::Instant;
 
@@ -21,7 +21,7 @@ use crate::engine::nemesis::Nemesis;
 use crate::engine::LabStack;
 
 /// One design's probe and the hits it saw.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct Probe {
     pub variant: &'static str,
     pub result: CaseResult,
@@ -58,6 +58,9 @@ pub struct Report {
     pub sqlite_version: String,
     pub command: Vec<String>,
     pub crash_mode: &'static str,
+    /// `--shard`: the bucket of the matrix this run judged (`hash:1/4`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shard: Option<String>,
     pub jobs: usize,
     /// The file system the databases lived on while the cases ran (`tmpfs`, `ext4`, …).
     pub work_fs: String,
@@ -103,9 +106,12 @@ impl Report {
             return words.to_string();
         }
         format!(
-            "PASS: {} held or broke exactly where predicted at the {} run (not the whole matrix)",
+            "PASS: {} held or broke exactly where predicted at the {} run ({}not the whole matrix)",
             self.variants.join(", "),
-            crate::out::plural(self.points.len(), "point", "points")
+            crate::out::plural(self.points.len(), "point", "points"),
+            self.shard
+                .as_ref()
+                .map_or(String::new(), |s| format!("shard {s}, "))
         )
     }
 }
@@ -174,18 +180,6 @@ pub fn explore(
     dir: &Path,
 ) -> Result<Report> {
     let started = Instant::now();
-    let designs_all = match run.power.is_empty() {
-        true => plan.designs().len(),
-        // Exhaustive is a study of its own: its designs are every profile under it; one
-        // seeded style is part of the study of all three.
-        false => {
-            let exhaustive = run
-                .cut
-                .filter(|c| *c == crate::power::cut::Style::Exhaustive);
-            super::power::designs(plan, "all", exhaustive, None, None)?.len()
-        }
-    };
-    let whole = run.designs.len() == designs_all && run.points.len() == lab.points.len();
     let exe = std::env::current_exe().context("locating the crashlab binary")?;
     // The children run in their work directories and write their events here.
     let dir = &std::path::absolute(dir).context("resolving the output directory")?;
@@ -201,16 +195,86 @@ pub fn explore(
         session: run.session,
         states: None,
     };
+    let bar = progress();
+    bar.inc_length(run.designs.len() as u64);
+    let shard = run.shard.map(|s| (s, &run.identity));
+    let (probes, cases) = run::run_all(plan, run.designs, run.points, &env, run.jobs, shard, &bar)?;
+    bar.finish_and_clear();
+    if let Some(s) = run.shard {
+        // The whole matrix, as every probe gives it: the plan the shards share.
+        let all: Vec<String> = run
+            .designs
+            .iter()
+            .zip(&probes)
+            .flat_map(|(d, p)| run::cases_of(d, run.points, p))
+            .map(|c| run.identity.identity_of(&c))
+            .collect();
+        let mine = cases.iter().map(|c| identity(run, c)).collect();
+        super::shard::write(dir, s, lab, all, mine)?;
+    }
+    let wall_s = started.elapsed().as_secs_f64();
+    let report = conclude(lab, plan, nemesis.name(), run, probes, cases, wall_s)?;
+    write(lab, &report, dir)?;
+    // A lab on servers: the servers' startups and the kills made, listed in the manifest.
+    if let Some(session) = run.session {
+        session.write(dir)?;
+    }
+    evidence::write_manifest(dir)?;
+    Ok(report)
+}
+
+/// A case's identity line (`shard::Plan::identity`).
+pub fn identity(run: &Run<'_>, c: &CaseResult) -> String {
+    run.identity
+        .identity(c.variant, c.point.unwrap_or("probe"), c.hit)
+}
+
+/// `explore.json`, `explore.md` and `explore.svg` of a report.
+pub fn write(lab: &LabStack, report: &Report, dir: &Path) -> Result<()> {
+    std::fs::write(
+        dir.join("explore.json"),
+        export::json::render(report)? + "\n",
+    )
+    .context("writing explore.json")?;
+    std::fs::write(
+        dir.join("explore.md"),
+        export::markdown::render(lab, report),
+    )
+    .context("writing explore.md")?;
+    std::fs::write(dir.join("explore.svg"), export::svg::render(report))
+        .context("writing explore.svg")
+}
+
+/// The verdict over a run's probes and cases (a shard's own, or every shard's merged), and
+/// the report the exporters write.
+pub fn conclude(
+    lab: &LabStack,
+    plan: &dyn ExplorePlan,
+    crash_mode: &'static str,
+    run: &Run<'_>,
+    probes: Vec<CaseResult>,
+    cases: Vec<CaseResult>,
+    wall_s: f64,
+) -> Result<Report> {
+    let designs_all = match run.power.is_empty() {
+        true => plan.designs().len(),
+        // Exhaustive is a study of its own: its designs are every profile under it; one
+        // seeded style is part of the study of all three.
+        false => {
+            let exhaustive = run
+                .cut
+                .filter(|c| *c == crate::power::cut::Style::Exhaustive);
+            super::power::designs(plan, "all", exhaustive, None, None)?.len()
+        }
+    };
+    let whole = run.designs.len() == designs_all
+        && run.points.len() == lab.points.len()
+        && run.shard.is_none();
     let predictions = match (run.power.is_empty(), run.server) {
         (false, _) => plan.power_predictions(),
         (true, Some(server)) => super::server_kill::predictions(plan, server, run.queue_type),
         (true, None) => plan.predictions(),
     };
-    let bar = progress();
-    bar.inc_length(run.designs.len() as u64);
-    let (probes, cases) = run::run_all(plan, run.designs, run.points, &env, run.jobs, &bar)?;
-    bar.finish_and_clear();
-
     let mut differences = Vec::new();
     for p in &probes {
         // A power design runs the lab's own design: that one is asked whether it breaks
@@ -230,28 +294,39 @@ pub fn explore(
             ));
         }
     }
+    // A shard judges its own cases: a predicted hit in another shard is that one's.
+    let mine: Vec<BTreeSet<(&'static str, u32)>> = run
+        .designs
+        .iter()
+        .map(|d| {
+            let of = cases.iter().filter(|c| c.variant == *d);
+            of.filter_map(|c| c.point.map(|p| (p, c.hit))).collect()
+        })
+        .collect();
     let designs: Vec<Design<'_>> = run
         .designs
         .iter()
         .zip(&probes)
-        .map(|(name, probe)| Design {
+        .zip(&mine)
+        .map(|((name, probe), mine)| Design {
             name,
             predictions: predictions.iter().filter(|p| p.variant == *name).collect(),
             probe_hits: &probe.hits,
+            shard: run.shard.map(|_| mine),
         })
         .collect();
     let (more, findings) = verdict::verdict(&designs, run.points, &cases);
     differences.extend(more);
     let processes = cases.iter().map(|c| c.processes).sum::<usize>()
         + probes.iter().map(|c| c.processes).sum::<usize>();
-    let wall_s = started.elapsed().as_secs_f64();
     let report = Report {
         lab: lab.full_name(),
         crashlab_version: env!("CARGO_PKG_VERSION").to_string(),
         git: evidence::build_checkout().and_then(|c| evidence::git_state(&c)),
         sqlite_version: crate::store::sqlite_version(),
         command: run.command.clone(),
-        crash_mode: nemesis.name(),
+        crash_mode,
+        shard: run.shard.map(|s| s.to_string()),
         jobs: run.jobs,
         work_fs: run.work_fs.clone(),
         hits_max: HITS_MAX,
@@ -285,22 +360,5 @@ pub fn explore(
         },
         whole,
     };
-    std::fs::write(
-        dir.join("explore.json"),
-        export::json::render(&report)? + "\n",
-    )
-    .context("writing explore.json")?;
-    std::fs::write(
-        dir.join("explore.md"),
-        export::markdown::render(lab, &report),
-    )
-    .context("writing explore.md")?;
-    std::fs::write(dir.join("explore.svg"), export::svg::render(&report))
-        .context("writing explore.svg")?;
-    // A lab on servers: the servers' startups and the kills made, listed in the manifest.
-    if let Some(session) = run.session {
-        session.write(dir)?;
-    }
-    evidence::write_manifest(dir)?;
     Ok(report)
 }

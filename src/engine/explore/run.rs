@@ -10,6 +10,7 @@ use anyhow::{Context, Result};
 
 use crate::engine::explore::case::{self, Case, CaseResult};
 use crate::engine::explore::plan::ExplorePlan;
+use crate::engine::explore::shard::{Plan, Shard};
 use crate::engine::explore::states::{self, Shared};
 use crate::engine::explore::steps::{Crash, Env};
 
@@ -66,13 +67,16 @@ struct Queue {
 
 /// Run the probes of `designs` and then their cases, and each case's states under `--cut
 /// exhaustive` (before any later case, so a fork's capture is held briefly); (probes, cases)
-/// come back in a fixed order: designs in their order, points in theirs, hits rising.
+/// come back in a fixed order: designs in their order, points in theirs, hits rising. With a
+/// shard, every probe runs and only the cases of its bucket.
+#[allow(clippy::too_many_arguments)]
 pub fn run_all(
     plan: &dyn ExplorePlan,
     designs: &[&'static str],
     points: &[&'static str],
     env: &Env<'_>,
     jobs: usize,
+    shard: Option<(Shard, &Plan)>,
     bar: &indicatif::ProgressBar,
 ) -> Result<(Vec<CaseResult>, Vec<CaseResult>)> {
     assert!(jobs >= 1);
@@ -170,6 +174,10 @@ pub fn run_all(
                         match &result {
                             Ok(probe) => {
                                 let more = cases_of(case.design, points, probe);
+                                let more = match shard {
+                                    Some((shard, identity)) => shard.keep(identity, more),
+                                    None => more,
+                                };
                                 bar.inc_length(more.len() as u64);
                                 q.todo.extend(more.into_iter().map(Work::Case));
                             }

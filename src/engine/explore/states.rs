@@ -30,7 +30,7 @@ pub const BROKEN_KEPT_MAX: usize = 8;
 const PROBLEM_STATES_MAX: usize = 3;
 
 /// The states of one case's cut, as `explore.json` and the table give them.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct Summary {
     /// The unsynced acts at the cut: writes and truncates since their file's last sync,
     /// creates and unlinks since their directory's.

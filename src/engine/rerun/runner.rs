@@ -154,17 +154,27 @@ pub fn recorded(dir: &Path) -> Result<Recorded> {
             .map(|_| ())
             .map_err(|e| fail::usage(format!("{where_}: {}", fail::one_line(&e))))
     };
+    // A `--junit FILE` is written by the rerun too: it must land inside as well.
+    let junit;
     let (out, work_dir, timeout_ms) = match (kind, parsed.command) {
-        (Kind::Driver, Command::Driver { lab, out, .. }) => {
+        (
+            Kind::Driver,
+            Command::Driver {
+                lab, out, junit: j, ..
+            },
+        ) => {
             known(&lab)?;
+            junit = j;
             (out, None, RERUN_TIMEOUT_MS)
         }
         (Kind::Explore, Command::Explore(args)) => {
             known(&args.lab)?;
+            junit = args.junit;
             (args.out, args.work_dir, RERUN_TIMEOUT_MS)
         }
         (Kind::Chaos, Command::Chaos { lab, options }) => {
             let (out, timeout_ms) = (options.out, options.timeout_ms);
+            junit = options.junit;
             crate::engine::load::check_lab(&lab)
                 .map_err(|e| fail::usage(format!("{where_}: {}", fail::one_line(&e))))?;
             if out.is_none() {
@@ -184,7 +194,7 @@ pub fn recorded(dir: &Path) -> Result<Recorded> {
     // The recorded paths are relative; the rerun's working directory is nested as deep as
     // they reach up, so that every one of them lands inside the temporary directory.
     let mut up = 0;
-    for path in out.iter().chain(&work_dir) {
+    for path in out.iter().chain(&work_dir).chain(&junit) {
         let (reach, below) = parent_depth(path)
             .map_err(|e| fail::usage(format!("{where_}: {}", fail::one_line(&e))))?;
         if !below {

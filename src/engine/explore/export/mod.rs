@@ -2,6 +2,7 @@
 //! share one model, the matrix: per variant, per point, per invariant, how many cases held.
 
 pub mod json;
+pub mod junit;
 pub mod markdown;
 pub mod svg;
 pub mod table;

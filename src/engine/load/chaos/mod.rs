@@ -77,6 +77,9 @@ pub fn run(
     command: Vec<String>,
 ) -> Result<i32> {
     validate(lab, profile, o)?;
+    if let Some(junit) = &o.junit {
+        crate::junit::check_path(junit)?;
+    }
     crate::interrupt::catch().context("catching SIGINT and SIGTERM")?;
     let exe = std::env::current_exe().context("locating the crashlab binary")?;
     let partial = match &o.out {
@@ -199,6 +202,9 @@ pub fn run(
     // The work directory goes before the report is printed: a closed stdout ends the
     // process at the print (`out::write_failed`), past every destructor.
     drop(temp);
+    if let Some(junit) = &o.junit {
+        report::junit(&report).write(junit)?;
+    }
     if o.json {
         crate::say!("{}", serde_json::to_string(&report)?);
     } else {

@@ -51,6 +51,10 @@ pub struct Options {
     /// Evidence directory (must not exist): processes.json, chaos.json, logs/, db/
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
+    /// Also write a JUnit XML report: one test case for the seed, failed with what was lost
+    /// or duplicated
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<PathBuf>,
     /// power-loss: each kill moment kills every role and cuts the files (what was never
     /// synced is lost, --cut, seeded by --seed); default: one role SIGKILLed, files kept
     #[arg(long, value_enum, value_name = "power-loss")]

@@ -290,6 +290,46 @@ pub fn print(lab: &LabStack, r: &Report, summary: &[String]) {
     }
 }
 
+/// `--junit FILE`: one test case for the run's seed, failed with its losses, duplicates, bad
+/// anomalies and problems.
+pub fn junit(report: &Report) -> crate::junit::Suite {
+    let mut failed = Vec::new();
+    if report.lost != 0 || report.duplicated != 0 {
+        failed.push(format!(
+            "lost {}, duplicated {}",
+            report.lost, report.duplicated
+        ));
+    }
+    for a in &report.bad_anomalies {
+        failed.push(format!("{} {}: {}", a.anomaly.name(), a.item, a.detail));
+    }
+    failed.extend(report.problems.iter().cloned());
+    if !report.ok && failed.is_empty() {
+        failed.push("the run failed".to_string());
+    }
+    let outcome = match failed.first() {
+        None => crate::junit::Outcome::Passed,
+        Some(first) => crate::junit::Outcome::Failed {
+            message: first.clone(),
+            text: failed.join("\n"),
+        },
+    };
+    crate::junit::Suite {
+        name: format!("crashlab chaos {}", report.lab),
+        time_s: report.wall_ms / 1000.0,
+        cases: vec![crate::junit::Case {
+            name: format!("seed {}", report.seed),
+            classname: report.lab.clone(),
+            time_s: report.wall_ms / 1000.0,
+            outcome,
+            system_out: format!(
+                "{} kills, {} processes, lost {}, duplicated {}",
+                report.kills_done, report.processes, report.lost, report.duplicated
+            ),
+        }],
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

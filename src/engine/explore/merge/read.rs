@@ -1,0 +1,166 @@
+//! The shards `merge` reads, and each reason it refuses them: a shard that does not audit
+//! PASS, shards of different plans, a case in two shards, a case in none. Each refusal is one
+//! line and exit 2, before anything is written.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::Result;
+use serde::Deserialize;
+
+use crate::engine::explore::case::CaseResult;
+use crate::engine::explore::report::Probe;
+use crate::engine::explore::shard::{self, ShardFile, SHARD};
+use crate::fail;
+
+/// The largest `explore.json` merge reads (a full power-loss matrix is a few MB).
+const EXPLORE_BYTES_MAX: u64 = 256 << 20;
+
+/// What merge needs of a shard's `explore.json`.
+#[derive(Debug, Deserialize)]
+#[serde(bound(deserialize = "'de: 'static"))]
+pub struct Explore {
+    pub command: Vec<String>,
+    pub jobs: usize,
+    pub work_fs: String,
+    pub wall_ms: f64,
+    pub probes: Vec<Probe>,
+    pub cases: Vec<CaseResult>,
+}
+
+/// One shard, read and audited.
+pub struct Shard {
+    pub dir: PathBuf,
+    /// The directory as evidence records it (no machine path).
+    pub name: String,
+    pub file: ShardFile,
+    pub explore: Explore,
+    pub manifest_sha256: String,
+}
+
+/// Read one shard: it must be an explore shard's directory and audit PASS.
+pub fn read(dir: &Path) -> Result<Shard> {
+    let name = crate::engine::evidence::recorded_path(dir);
+    if !dir.is_dir() {
+        return Err(fail::usage(format!("{name} is not a directory")));
+    }
+    if !dir.join(SHARD).is_file() {
+        return Err(fail::usage(format!(
+            "{name} is not an explore shard (no {SHARD}: explore writes one with --shard)"
+        )));
+    }
+    let audit = crate::engine::audit::audit(dir, false);
+    if !audit.ok {
+        let first = audit.problems.first().map_or(String::new(), |p| {
+            format!("; first: {}: {}", p.file, p.problem)
+        });
+        return Err(fail::usage(format!(
+            "{name} does not audit PASS ({}{first}); merge joins only shards that do",
+            crate::out::plural(audit.problems.len(), "problem", "problems")
+        )));
+    }
+    let bad = |what: &str, e: &dyn std::fmt::Display| {
+        fail::usage(format!("{name}/{what} cannot be read as a shard's: {e}"))
+    };
+    let file: ShardFile = std::fs::read(dir.join(SHARD))
+        .map_err(anyhow::Error::from)
+        .and_then(|b| Ok(serde_json::from_slice(&b)?))
+        .map_err(|e| bad(SHARD, &e))?;
+    let path = dir.join("explore.json");
+    let size = std::fs::metadata(&path)
+        .map_err(|e| bad("explore.json", &e))?
+        .len();
+    if size > EXPLORE_BYTES_MAX {
+        return Err(bad(
+            "explore.json",
+            &format!("{size} bytes, more than {EXPLORE_BYTES_MAX}"),
+        ));
+    }
+    let text = std::fs::read_to_string(&path).map_err(|e| bad("explore.json", &e))?;
+    // The names in a case borrow from its document, which lives until the process ends:
+    // merge reads each shard once.
+    let text: &'static str = Box::leak(text.into_boxed_str());
+    let explore: Explore = serde_json::from_str(text).map_err(|e| bad("explore.json", &e))?;
+    let manifest = std::fs::read(dir.join(crate::engine::evidence::MANIFEST))
+        .map_err(|e| bad(crate::engine::evidence::MANIFEST, &e))?;
+    Ok(Shard {
+        dir: dir.to_path_buf(),
+        name,
+        file,
+        explore,
+        manifest_sha256: crate::common::sha256_hex(&manifest),
+    })
+}
+
+/// The shards are the buckets of one plan, each case in exactly one: the refusal otherwise.
+/// `identity` gives a case's identity line.
+pub fn check(shards: &[Shard], identity: &dyn Fn(&CaseResult) -> String) -> Result<()> {
+    let first = &shards[0];
+    let plan = &first.file.plan;
+    for s in shards {
+        let other = &s.file.plan;
+        let why = if other.fingerprint != plan.fingerprint {
+            let short = |f: &str| f.get(..12).unwrap_or("?").to_string();
+            Some(format!(
+                "fingerprint {} vs {}",
+                short(&plan.fingerprint),
+                short(&other.fingerprint)
+            ))
+        } else if other.crashlab_version != plan.crashlab_version {
+            Some(format!(
+                "crashlab {} vs {}",
+                plan.crashlab_version, other.crashlab_version
+            ))
+        } else if other.lab != plan.lab {
+            Some("the lab's value differs".to_string())
+        } else if other.cases != plan.cases || shard::fingerprint(&other.cases) != other.fingerprint
+        {
+            Some("its case list is not its fingerprint's".to_string())
+        } else {
+            None
+        };
+        if let Some(why) = why {
+            return Err(fail::usage(format!(
+                "{} and {} are shards of different plans ({why})",
+                first.name, s.name
+            )));
+        }
+    }
+    let mut owner: BTreeMap<String, &str> = BTreeMap::new();
+    for s in shards {
+        let ran: Vec<String> = s.explore.cases.iter().map(identity).collect();
+        if ran != s.file.cases {
+            return Err(fail::usage(format!(
+                "{}: explore.json's cases are not the ones {SHARD} names",
+                s.name
+            )));
+        }
+        for id in ran {
+            if !plan.cases.contains(&id) {
+                return Err(fail::usage(format!(
+                    "{}: case '{id}' is not in the plan",
+                    s.name
+                )));
+            }
+            if let Some(before) = owner.insert(id.clone(), &s.name) {
+                return Err(fail::usage(format!(
+                    "case '{id}' is in two shards: {before} and {}",
+                    s.name
+                )));
+            }
+        }
+    }
+    let missing: Vec<&String> = plan
+        .cases
+        .iter()
+        .filter(|c| !owner.contains_key(*c))
+        .collect();
+    if let Some(id) = missing.first() {
+        return Err(fail::usage(format!(
+            "{} of the plan's {} cases are in no shard given (first: '{id}'); every shard is needed",
+            missing.len(),
+            plan.cases.len()
+        )));
+    }
+    Ok(())
+}
