@@ -15,6 +15,7 @@ pub mod labs;
 pub mod out;
 pub mod owner;
 pub mod pause;
+pub mod point;
 pub mod power;
 pub mod probe;
 pub mod rng;

@@ -109,6 +109,12 @@ pub enum LabAction {
 
 #[derive(Subcommand, Debug)]
 pub enum Command {
+    /// In a shell script under crashlab: announce the point NAME, and crash there when the
+    /// harness says so (`crashlab point NAME || exit $?`; docs/own-system.md)
+    Point {
+        /// The point's name, as the lab file declares it
+        name: String,
+    },
     /// List the crash points of a lab (or of every lab)
     Points {
         /// The lab: its number (14), its name (outbox-inbox) or both; default: every lab

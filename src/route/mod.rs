@@ -9,6 +9,7 @@ use crate::fail;
 
 pub fn run(command: Command) -> Result<i32> {
     match command {
+        Command::Point { name } => Ok(crate::point::shell(&[name])),
         Command::Points { lab: name, json } => {
             let labs: Vec<&engine::Lab> = match name {
                 Some(name) => vec![crate::engine::registry::find(&name)?],
