@@ -11,6 +11,7 @@ pub mod events;
 pub mod fail;
 pub mod interrupt;
 pub mod junit;
+pub mod labfile;
 pub mod labs;
 pub mod out;
 pub mod owner;
