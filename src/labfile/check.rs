@@ -34,7 +34,7 @@ fn line_col(text: &str, offset: usize) -> String {
 pub(super) fn validate(text: &str, path: &Path, dir: &Path) -> Result<UserLab, String> {
     let file: FileLab = toml::from_str(text).map_err(|e| {
         let start = e.span().map_or(0, |s: Range<usize>| s.start);
-        format!(" {}: {}", line_col(text, start), e.message().trim())
+        format!("{}: {}", line_col(text, start), e.message().trim())
     })?;
     resolve(file, path, dir)
         .map_err(|Mistake(offset, what)| format!("{}: {what}", line_col(text, offset)))
@@ -348,7 +348,7 @@ fn placeholders(item: &Spanned<String>, stores: &[StoreDef]) -> Checked<()> {
         let known = match name.strip_prefix("store.") {
             Some(store) => stores.iter().any(|s| s.name == store),
             None => {
-                ["lab", "run", "design"].contains(&name)
+                ["lab", "run", "design", "crashlab"].contains(&name)
                     || (name == "design.args" && text == "{design.args}")
             }
         };

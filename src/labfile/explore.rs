@@ -1,4 +1,4 @@
-//! `crashlab explore FILE` and `crashlab driver FILE`. Explore first runs each scenario of
+//! `crashlab explore FILE`: it first runs each scenario of
 //! each design without a crash, recording every point and hit its roles announce; then it
 //! crashes at each of them, one case each, and judges every case by the invariants against
 //! the design's predictions. An armed point the role never announced is NOT-REACHED.
@@ -41,7 +41,7 @@ pub struct Case {
     pub dir: String,
 }
 
-fn names(anomalies: &[Anomaly]) -> String {
+pub(super) fn names(anomalies: &[Anomaly]) -> String {
     match anomalies.is_empty() {
         true => "-".into(),
         false => anomalies
@@ -53,7 +53,7 @@ fn names(anomalies: &[Anomaly]) -> String {
 }
 
 /// The designs `--variants` names: `all`, or names separated by commas.
-fn designs<'a>(lab: &'a UserLab, given: &str) -> Result<Vec<&'a DesignDef>> {
+pub(super) fn designs<'a>(lab: &'a UserLab, given: &str) -> Result<Vec<&'a DesignDef>> {
     if given == "all" {
         return Ok(lab.designs.iter().collect());
     }
@@ -72,7 +72,7 @@ fn designs<'a>(lab: &'a UserLab, given: &str) -> Result<Vec<&'a DesignDef>> {
         .collect()
 }
 
-fn out_dir(lab: &UserLab, given: &Option<PathBuf>, what: &str) -> Result<PathBuf> {
+pub(super) fn out_dir(lab: &UserLab, given: &Option<PathBuf>, what: &str) -> Result<PathBuf> {
     let dir = given.clone().unwrap_or_else(|| {
         PathBuf::from("target/lab").join(format!(
             "{}-{what}{}",
@@ -93,7 +93,7 @@ fn out_dir(lab: &UserLab, given: &Option<PathBuf>, what: &str) -> Result<PathBuf
 
 /// What a run's steps did wrong, beyond the anomalies: the armed step not crashing where
 /// asked, another step's unexpected exit, a role's fault; a check's value when `checks`.
-fn step_faults(
+pub(super) fn step_faults(
     scenario: &super::ScenarioDef,
     ran: &ScenarioRun,
     arms: &[Arm],
@@ -339,100 +339,4 @@ fn exit_code(cases: &[Case], unproven: &[String]) -> i32 {
 
 fn rel(out: &Path, dir: &Path) -> String {
     dir.strip_prefix(out).unwrap_or(dir).display().to_string()
-}
-
-/// `crashlab driver FILE`: each scenario once in the first design chosen, crashing each step
-/// where the file says, its checks read, every invariant held as predicted.
-pub fn driver(lab: &UserLab, options: &Options) -> Result<i32> {
-    let design = designs(lab, &options.designs)?[0];
-    let out = out_dir(lab, &options.out, "")?;
-    let setup = Setup {
-        lab,
-        design,
-        mode: options.mode,
-        timeout: options.timeout,
-    };
-    let mut code = fail::EXIT_OK;
-    crate::say!(
-        "{:<18} {:>6} {:>5} {:>8}  state",
-        "step",
-        "expect",
-        "exit",
-        "wall_ms"
-    );
-    for scenario in &lab.scenarios {
-        let arms: Vec<Arm> = scenario
-            .steps
-            .iter()
-            .enumerate()
-            .filter_map(|(i, s)| match s {
-                StepDef::Run {
-                    crash: Some((p, h)),
-                    ..
-                } => Some((i, p.clone(), *h)),
-                _ => None,
-            })
-            .collect();
-        let ran = run::scenario(&setup, scenario, &out.join(&scenario.name), &arms)?;
-        for (i, (def, step)) in scenario.steps.iter().zip(&ran.steps).enumerate() {
-            let armed = arms.iter().find(|a| a.0 == i);
-            let expect = match (def, armed) {
-                (_, Some(_)) => options.mode.expected_exit(),
-                (StepDef::Run { exit, .. }, None) => *exit,
-                (StepDef::Check { .. }, None) => 0,
-            };
-            let state = match (&step.crashed, &step.check) {
-                (Some((p, h)), _) => format!("CRASH {p}@{h}"),
-                (None, Some((got, want))) => format!("{got} (expected {want})"),
-                (None, None) => format!("{} points", step.points.len()),
-            };
-            crate::say!(
-                "{:<18} {:>6} {:>5} {:>8.2}  {state}",
-                step.name,
-                expect,
-                step.exit,
-                step.wall_ms
-            );
-        }
-        // One arm per crashing step: the predictions of each count.
-        let mut predicted: Vec<Anomaly> = arms
-            .iter()
-            .flat_map(|a| {
-                design
-                    .predict
-                    .iter()
-                    .filter(|p| p.covers(&a.1, a.2, options.mode))
-                    .flat_map(|p| p.anomalies.clone())
-            })
-            .collect();
-        predicted.sort_by_key(|a| a.name());
-        predicted.dedup();
-        let verdict = step_faults(scenario, &ran, &arms, options.mode, true);
-        let found = ran.anomalies();
-        let verdict = verdict.unwrap_or_else(|| match found == predicted {
-            true => "ok".into(),
-            false => format!("predicted {}, found {}", names(&predicted), names(&found)),
-        });
-        crate::say!(
-            "scenario {}: {} (anomalies {})",
-            scenario.name,
-            verdict,
-            names(&found)
-        );
-        if verdict != "ok" {
-            code = fail::EXIT_FAILED;
-        }
-    }
-    let word = if code == fail::EXIT_OK {
-        "PASS"
-    } else {
-        "FAIL"
-    };
-    crate::say!(
-        "{word}: lab {} in design {}; evidence in {}",
-        lab.id,
-        design.name,
-        out.display()
-    );
-    Ok(code)
 }

@@ -4,6 +4,7 @@
 //! one line, `FILE:LINE:COL: what`, exit 2. docs/own-system.md holds every key.
 
 mod check;
+pub mod driver;
 pub mod explore;
 pub mod run;
 mod schema;

@@ -63,7 +63,7 @@ pub fn run(command: Command) -> Result<i32> {
             ..
         } if crate::labfile::is_file(&lab) => {
             let file = crate::labfile::load(std::path::Path::new(&lab))?;
-            crate::labfile::explore::driver(
+            crate::labfile::driver::driver(
                 &file,
                 &labfile_options(crash_mode, "all", out, step_timeout_ms, false)?,
             )
