@@ -118,7 +118,7 @@ fn one(root: &Path, block: &Block, shown: &[Shown], mark: &str) -> Result<(), St
     // protocol's clients they import, when a block names them.
     for tree in ["evidence", "examples", "clients"] {
         let named = |t: &str| shown.iter().any(|c| c.text.contains(&format!("{t}/")));
-        if !named(tree) && !(tree == "clients" && named("examples")) {
+        if !(named(tree) || tree == "clients" && named("examples")) {
             continue;
         }
         let copied = Command::new("cp")
