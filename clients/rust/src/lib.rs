@@ -22,18 +22,15 @@ fn event(path: &str, json: String) {
 /// Announce the point `name` (no quotes, no backslashes in it); crash here when armed.
 pub fn point(name: &str) {
     let mut hits = HITS.lock().unwrap_or_else(|p| p.into_inner());
-    let hit = hits
-        .get_or_insert_with(HashMap::new)
+    let count = hits.get_or_insert_with(HashMap::new);
+    let hit = *count
         .entry(name.to_string())
-        .or_insert(0);
-    *hit += 1;
-    let hit = *hit;
+        .and_modify(|h| *h += 1)
+        .or_insert(1);
     let path = std::env::var("CRASHLAB_EVENTS").ok();
     if let Some(path) = &path {
-        event(
-            path,
-            format!(r#"{{"event":"point","point":"{name}","hit":{hit}}}"#),
-        );
+        let line = format!(r#"{{"event":"point","point":"{name}","hit":{hit}}}"#);
+        event(path, line);
     }
     let armed = std::env::var("CRASHLAB_CRASH_AT").unwrap_or_default();
     let (at, n) = armed.split_once('@').unwrap_or((&armed, "1"));
