@@ -7,6 +7,12 @@ use crashlab::events::{self, Event};
 use crashlab::{cli, crash, engine, fail, out, route, store};
 
 fn main() {
+    // `crashlab point NAME`, the point protocol of a shell script: it runs inside a role's
+    // process tree, so it neither dies with the harness on its own nor writes start events.
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().map(String::as_str) == Some("point") && !may_show_help() {
+        std::process::exit(crashlab::point::shell(&args[1..]));
+    }
     engine::process::die_with_parent_if_asked();
     let labs = crashlab::labs::LABS;
     engine::registry::install(labs);

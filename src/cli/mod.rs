@@ -75,7 +75,8 @@ pub struct Global {
 pub enum LabAction {
     /// Print a lab's value: on every stack, or on the one --stack names
     Show {
-        /// The lab: its number (14), its name (outbox-inbox) or both
+        /// The lab: its number (14), its name (outbox-inbox) or both, or a lab file
+        /// (crashlab.toml; docs/own-system.md)
         lab: String,
         /// Only the lab on this stack (sqlite, postgres-rabbitmq, postgres)
         #[arg(long, value_name = "NAME")]
@@ -84,13 +85,25 @@ pub enum LabAction {
         #[arg(long)]
         json: bool,
     },
+    /// Validate a lab file without running anything: its first mistake as FILE:LINE:COL, exit 2
+    Check {
+        /// The lab file (crashlab.toml; docs/own-system.md)
+        file: PathBuf,
+    },
 }
 
 #[derive(Subcommand, Debug)]
 pub enum Command {
+    /// In a shell script under crashlab: announce the point NAME, and crash there when the
+    /// harness says so (`crashlab point NAME || exit $?`; docs/own-system.md)
+    Point {
+        /// The point's name, as the lab file declares it
+        name: String,
+    },
     /// List the crash points of a lab (or of every lab)
     Points {
-        /// The lab: its number (14), its name (outbox-inbox) or both; default: every lab
+        /// The lab: its number (14), its name (outbox-inbox) or both, or a lab file; default:
+        /// every lab
         lab: Option<String>,
         /// Print one JSON document (a list of labs and their points) instead of the table
         #[arg(long)]
@@ -103,7 +116,8 @@ pub enum Command {
     },
     /// Run a lab's protocol as fresh processes and record the evidence
     Driver {
-        /// The lab: its number (14), its name (outbox-inbox) or both (14-outbox-inbox)
+        /// The lab: its number (14), its name (outbox-inbox) or both (14-outbox-inbox), or a
+        /// lab file (crashlab.toml)
         lab: String,
         /// Output directory (must not exist); default target/lab/<lab>-<UTC time>
         #[arg(long, value_name = "DIR")]

@@ -9,6 +9,76 @@ use crate::fail;
 
 pub fn run(command: Command) -> Result<i32> {
     match command {
+        Command::Point { name } => Ok(crate::point::shell(&[name])),
+        Command::Points {
+            lab: Some(file),
+            json,
+        } if crate::labfile::is_file(&file) => {
+            let lab = crate::labfile::load(std::path::Path::new(&file))?;
+            match json {
+                true => crate::say!(
+                    "{}",
+                    serde_json::to_string_pretty(&crate::labfile::to_value(&lab).stacks[0].points)?
+                ),
+                false => crate::say!("{}", crate::labfile::points_text(&lab)),
+            }
+            Ok(fail::EXIT_OK)
+        }
+        Command::Lab {
+            action: crate::cli::LabAction::Check { file },
+        } => {
+            let lab = crate::labfile::load(&file)?;
+            crate::say!(
+                "{}: lab {}: {} roles, {} points, {} scenarios, {} designs: no mistake found",
+                file.display(),
+                lab.id,
+                lab.roles.len(),
+                lab.roles.iter().map(|r| r.points.len()).sum::<usize>(),
+                lab.scenarios.len(),
+                lab.designs.len()
+            );
+            Ok(fail::EXIT_OK)
+        }
+        Command::Lab {
+            action: crate::cli::LabAction::Show { lab, stack, json },
+        } if crate::labfile::is_file(&lab) => {
+            if stack.is_some() {
+                return Err(fail::usage(
+                    "--stack: a lab file runs on its own stores, on the sqlite stack",
+                ));
+            }
+            let lab = crate::labfile::load(std::path::Path::new(&lab))?;
+            let value = crate::labfile::to_value(&lab);
+            match json {
+                true => crate::say!("{}", serde_json::to_string_pretty(&value)?),
+                false => crate::say!("{}", engine::value::summary(&value)),
+            }
+            Ok(fail::EXIT_OK)
+        }
+        Command::Driver {
+            lab,
+            out,
+            crash_mode,
+            step_timeout_ms,
+            ..
+        } if crate::labfile::is_file(&lab) => {
+            let file = crate::labfile::load(std::path::Path::new(&lab))?;
+            crate::labfile::driver::driver(
+                &file,
+                &labfile_options(crash_mode, "all", out, step_timeout_ms, false)?,
+            )
+        }
+        Command::Explore(args) if crate::labfile::is_file(&args.lab) => {
+            let file = crate::labfile::load(std::path::Path::new(&args.lab))?;
+            let options = labfile_options(
+                args.crash_mode,
+                &args.variants,
+                args.out.clone(),
+                args.step_timeout_ms,
+                args.json,
+            )?;
+            crate::labfile::explore::explore(&file, &options)
+        }
         Command::Points { lab: name, json } => {
             let labs: Vec<&engine::Lab> = match name {
                 Some(name) => vec![crate::engine::registry::find(&name)?],
@@ -200,3 +270,27 @@ pub fn recorded_args() -> Vec<String> {
 
 /// Flags whose value is a server URL (`--pg-url URL` or `--pg-url=URL`).
 const URL_FLAGS: &[&str] = &["--pg-url", "--amqp-url"];
+
+/// What explore and driver of a lab file take: a process crash only (a lab file's roles are
+/// not crashlab's, so a power cut or a server kill is not theirs to judge yet).
+fn labfile_options(
+    mode: engine::crash_mode::CrashMode,
+    designs: &str,
+    out: Option<std::path::PathBuf>,
+    step_timeout_ms: u64,
+    json: bool,
+) -> Result<crate::labfile::explore::Options> {
+    let Some(mode) = mode.process() else {
+        return Err(fail::usage(format!(
+            "--crash-mode {}: a lab file takes exit, abort, kill or hang",
+            mode.name()
+        )));
+    };
+    Ok(crate::labfile::explore::Options {
+        designs: designs.to_string(),
+        mode,
+        out,
+        timeout: std::time::Duration::from_millis(step_timeout_ms),
+        json,
+    })
+}

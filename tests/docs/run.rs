@@ -114,9 +114,11 @@ fn one(root: &Path, block: &Block, shown: &[Shown], mark: &str) -> Result<(), St
     std::os::unix::fs::symlink(exe, bin.join("crashlab")).unwrap();
     let run_lab = run_lab_without_build(&fs::read_to_string(root.join("run-lab.sh")).unwrap());
     fs::write(work.join("run-lab.sh"), run_lab).unwrap();
-    // The archive, and the examples (docs/probe.md's Python service), when a block names them.
-    for tree in ["evidence", "examples"] {
-        if !shown.iter().any(|c| c.text.contains(&format!("{tree}/"))) {
+    // The archive, and the examples (docs/probe.md's Python service) with the point
+    // protocol's clients they import, when a block names them.
+    for tree in ["evidence", "examples", "clients"] {
+        let named = |t: &str| shown.iter().any(|c| c.text.contains(&format!("{t}/")));
+        if !(named(tree) || tree == "clients" && named("examples")) {
             continue;
         }
         let copied = Command::new("cp")

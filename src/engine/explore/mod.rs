@@ -42,7 +42,8 @@ use report::Report;
 /// `crashlab explore LAB …`
 #[derive(ClapArgs, Debug)]
 pub struct Args {
-    /// The lab to explore: its number or its name (see `crashlab points`)
+    /// The lab to explore: its number or its name (see `crashlab points`), or a lab file
+    /// (crashlab.toml; docs/own-system.md)
     pub lab: String,
     /// Designs to explore: `all`, or names separated by commas (lab 14's variants: correct,
     /// mark-before-send, memory-inbox, split-inbox-tx, ack-before-apply; lab 13's modes:

@@ -128,8 +128,8 @@ fn kill_and_reap(pid: libc::pid_t) {
 /// SIGKILL a child that is not reaped yet, so its pid is still ours (a later `poll_exit` or
 /// `wait_bounded` reaps it): the kill a nemesis or a timeout makes from outside.
 pub fn kill(started: &Started) {
-    // SAFETY: kill has no memory effects; the pid is unreaped, so still this child's.
-    unsafe { libc::kill(started.pid, libc::SIGKILL) };
+    // The pid is unreaped, so it and its process group are still this child's.
+    wait::kill(started.pid);
 }
 
 /// Has the child ended? Reaps it when it has.
@@ -158,8 +158,10 @@ pub fn poll_exit(started: &Started) -> Result<Option<Ended>> {
 
 /// Send `signal` to a child that is still ours (not reaped); one that has exited meanwhile
 /// takes it without effect.
+/// The whole process group takes it (a role runs in its own, `spawn`).
 pub fn signal(started: &Started, signal: Signal) {
     if let Some(pid) = rustix::process::Pid::from_raw(started.pid) {
+        let _ = rustix::process::kill_process_group(pid, signal);
         let _ = rustix::process::kill_process(pid, signal);
     }
 }

@@ -98,6 +98,9 @@ pub fn spawn_env(
         .stdout(Stdio::from(out))
         .stderr(Stdio::from(err));
     die_with_parent(&mut command);
+    // Its own process group, whose id is its pid: a crash, a timeout or an interrupt kills
+    // the whole tree a role's command forked (a shell script's children too).
+    std::os::unix::process::CommandExt::process_group(&mut command, 0);
     let child = command
         .spawn()
         .with_context(|| format!("starting {}", args.first().map_or("", |a| a.as_str())))?;

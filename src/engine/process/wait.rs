@@ -7,7 +7,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
-use rustix::process::{kill_process, pidfd_open, Pid, PidfdFlags, Signal};
+use rustix::process::{kill_process, kill_process_group, pidfd_open, Pid, PidfdFlags, Signal};
 
 use super::{forget, Ended};
 use crate::interrupt;
@@ -86,11 +86,9 @@ pub fn wait_bounded(pid: libc::pid_t, started: Instant, timeout: Duration) -> Re
         None => wait_with_thread(pid, timeout)?,
     };
     let elapsed = started.elapsed();
-    if waited != Waited::Exited {
-        // Still running, and not reaped (only wait4 below reaps), so the pid is still this
-        // child's.
-        kill(pid);
-    }
+    // Still running or a zombie, and not reaped (only wait4 below reaps), so the pid and its
+    // process group are still this child's: whatever it forked dies with it.
+    kill(pid);
     let (exit, signal, max_rss_kb) = wait4(pid).context("reaping a child")?;
     if let Waited::Interrupted(signal) = waited {
         return Err(anyhow::Error::new(interrupt::Interrupted(signal)));
@@ -145,10 +143,12 @@ fn exited_within(pid: libc::pid_t, timeout: Duration) -> Option<Waited> {
     Some(waited)
 }
 
-/// SIGKILL to a child not reaped yet (so the pid is still this child's). A child that has
-/// exited meanwhile (a zombie) takes it without effect.
+/// SIGKILL to a child not reaped yet (so the pid is still this child's) and to its process
+/// group, every process it forked. A child that has exited meanwhile (a zombie) takes it
+/// without effect; its group, while the zombie keeps the id, still takes it.
 pub(super) fn kill(pid: libc::pid_t) {
     if let Some(pid) = Pid::from_raw(pid) {
+        let _ = kill_process_group(pid, Signal::KILL);
         let _ = kill_process(pid, Signal::KILL);
     }
 }

@@ -1,0 +1,3 @@
+module crashlabpoint
+
+go 1.19

@@ -1,0 +1,395 @@
+//! Validating a lab file: every name another key refers to exists, every placeholder names
+//! something, every query prepares on the stores' schemas, no name is given twice. The first
+//! mistake is `LINE:COL: what`.
+
+use std::collections::BTreeSet;
+use std::ops::Range;
+use std::path::Path;
+
+use toml::Spanned;
+
+use super::schema::FileLab;
+use super::{
+    CheckDef, DesignDef, InvariantDef, PredictDef, RoleDef, ScenarioDef, StepDef, StoreDef, UserLab,
+};
+use crate::engine::jepsen::Anomaly;
+
+/// A mistake: where it starts in the text, and what it is.
+struct Mistake(usize, String);
+
+type Checked<T> = Result<T, Mistake>;
+
+fn at<T>(spanned: &Spanned<T>, what: String) -> Mistake {
+    Mistake(spanned.span().start, what)
+}
+
+/// `LINE:COL` of a byte offset, both from 1.
+fn line_col(text: &str, offset: usize) -> String {
+    let before = &text[..offset.min(text.len())];
+    let line = before.matches('\n').count() + 1;
+    let col = before.rsplit('\n').next().unwrap_or("").chars().count() + 1;
+    format!("{line}:{col}")
+}
+
+pub(super) fn validate(text: &str, path: &Path, dir: &Path) -> Result<UserLab, String> {
+    let file: FileLab = toml::from_str(text).map_err(|e| {
+        let start = e.span().map_or(0, |s: Range<usize>| s.start);
+        format!("{}: {}", line_col(text, start), e.message().trim())
+    })?;
+    resolve(file, path, dir)
+        .map_err(|Mistake(offset, what)| format!("{}: {what}", line_col(text, offset)))
+}
+
+fn unique<'a>(seen: &mut BTreeSet<&'a str>, name: &'a Spanned<String>, kind: &str) -> Checked<()> {
+    match seen.insert(name.get_ref().as_str()) {
+        true => Ok(()),
+        false => Err(at(
+            name,
+            format!("{kind} '{}' is named twice", name.get_ref()),
+        )),
+    }
+}
+
+fn anomaly(name: &Spanned<String>) -> Checked<Anomaly> {
+    serde_json::from_value(serde_json::Value::String(name.get_ref().clone())).map_err(|_| {
+        at(
+            name,
+            format!(
+                "unknown anomaly '{}' (lost-write, duplicate, unseen)",
+                name.get_ref()
+            ),
+        )
+    })
+}
+
+fn resolve(file: FileLab, path: &Path, dir: &Path) -> Checked<UserLab> {
+    let mut stores = Vec::new();
+    for (name, store) in &file.stores {
+        let schema = match &store.get_ref().schema {
+            None => None,
+            Some(schema) => Some(std::fs::read_to_string(dir.join(schema.get_ref())).map_err(
+                |e| {
+                    at(
+                        schema,
+                        format!("store '{name}': cannot read its schema: {e}"),
+                    )
+                },
+            )?),
+        };
+        let sqlite = &store.get_ref().sqlite;
+        if sqlite.get_ref().is_empty() || sqlite.get_ref().contains('/') {
+            return Err(at(
+                sqlite,
+                "a store's file is a plain name in the run's directory".into(),
+            ));
+        }
+        stores.push(StoreDef {
+            name: name.clone(),
+            file: sqlite.get_ref().clone(),
+            schema,
+        });
+    }
+    let mut roles = Vec::new();
+    let mut all_points = BTreeSet::new();
+    for (name, spanned) in &file.roles {
+        let role = spanned.get_ref();
+        if role.command.is_empty() {
+            return Err(at(spanned, format!("role '{name}' has an empty command")));
+        }
+        for item in &role.command {
+            placeholders(item, &stores)?;
+        }
+        for point in role.points.keys() {
+            if !all_points.insert(point.clone()) {
+                return Err(at(
+                    spanned,
+                    format!("point '{point}' is declared by two roles"),
+                ));
+            }
+        }
+        roles.push(RoleDef {
+            name: name.clone(),
+            command: role.command.iter().map(|c| c.get_ref().clone()).collect(),
+            points: role
+                .points
+                .iter()
+                .map(|(p, w)| (p.clone(), w.clone()))
+                .collect(),
+        });
+    }
+    let mut checks = Vec::new();
+    let mut seen = BTreeSet::new();
+    for check in &file.checks {
+        let check = check.get_ref();
+        unique(&mut seen, &check.name, "check")?;
+        let expect = match &check.expect {
+            toml::Value::Integer(i) => i.to_string(),
+            toml::Value::String(s) => s.clone(),
+            other => {
+                return Err(at(
+                    &check.name,
+                    format!(
+                        "check '{}': expect is an integer or a string, not {}",
+                        check.name.get_ref(),
+                        other.type_str()
+                    ),
+                ))
+            }
+        };
+        checks.push(CheckDef {
+            name: check.name.get_ref().clone(),
+            sql: check.sql.get_ref().clone(),
+            expect,
+        });
+    }
+    let mut invariants = Vec::new();
+    let mut seen = BTreeSet::new();
+    for inv in &file.invariants {
+        let inv = inv.get_ref();
+        unique(&mut seen, &inv.name, "invariant")?;
+        invariants.push(InvariantDef {
+            name: inv.name.get_ref().clone(),
+            anomaly: anomaly(&inv.anomaly)?,
+            sql: inv.sql.get_ref().clone(),
+        });
+    }
+    queries(&file, &stores)?;
+    let lab = |name: &str| roles.iter().find(|r: &&RoleDef| r.name == name);
+    let mut scenarios = Vec::new();
+    let mut seen = BTreeSet::new();
+    for scenario in &file.scenarios {
+        let scenario = scenario.get_ref();
+        unique(&mut seen, &scenario.name, "scenario")?;
+        if scenario.steps.get_ref().is_empty() {
+            return Err(at(
+                &scenario.steps,
+                format!("scenario '{}' has no steps", scenario.name.get_ref()),
+            ));
+        }
+        let mut steps = Vec::new();
+        let mut names = BTreeSet::new();
+        for (i, step) in scenario.steps.get_ref().iter().enumerate() {
+            let s = step.get_ref();
+            let def = match (&s.role, &s.check) {
+                (Some(role), None) => {
+                    let Some(def) = lab(role.get_ref()) else {
+                        return Err(at(
+                            role,
+                            format!(
+                                "no role '{}' (roles: {})",
+                                role.get_ref(),
+                                roles
+                                    .iter()
+                                    .map(|r| r.name.as_str())
+                                    .collect::<Vec<_>>()
+                                    .join(", ")
+                            ),
+                        ));
+                    };
+                    let crash = match &s.crash {
+                        None => None,
+                        Some(spec) => {
+                            let (point, hit) = point_hit(spec)?;
+                            if !def.points.iter().any(|(p, _)| *p == point) {
+                                return Err(at(
+                                    spec,
+                                    format!("role '{}' declares no point '{point}'", def.name),
+                                ));
+                            }
+                            Some((point, hit.unwrap_or(1)))
+                        }
+                    };
+                    StepDef::Run {
+                        name: s
+                            .name
+                            .as_ref()
+                            .map_or_else(|| def.name.clone(), |n| n.get_ref().clone()),
+                        role: def.name.clone(),
+                        crash,
+                        exit: s.exit.unwrap_or(0),
+                    }
+                }
+                (None, Some(check)) => {
+                    if !checks.iter().any(|c: &CheckDef| &c.name == check.get_ref()) {
+                        return Err(at(check, format!("no check '{}'", check.get_ref())));
+                    }
+                    StepDef::Check {
+                        name: s.name.as_ref().map_or_else(
+                            || format!("check-{}", check.get_ref()),
+                            |n| n.get_ref().clone(),
+                        ),
+                        check: check.get_ref().clone(),
+                    }
+                }
+                _ => {
+                    return Err(at(
+                        step,
+                        format!(
+                            "step {} of scenario '{}' needs either `role` or `check`",
+                            i + 1,
+                            scenario.name.get_ref()
+                        ),
+                    ))
+                }
+            };
+            if !names.insert(def.name().to_string()) {
+                return Err(at(
+                    step,
+                    format!(
+                        "step '{}' is named twice in scenario '{}' (give it a `name`)",
+                        def.name(),
+                        scenario.name.get_ref()
+                    ),
+                ));
+            }
+            steps.push(def);
+        }
+        scenarios.push(ScenarioDef {
+            name: scenario.name.get_ref().clone(),
+            steps,
+        });
+    }
+    let mut designs = Vec::new();
+    let mut seen = BTreeSet::new();
+    for design in &file.designs {
+        let d = design.get_ref();
+        unique(&mut seen, &d.name, "design")?;
+        let Some(predict) = &d.predict else {
+            return Err(at(design, format!("design '{}' has no predictions: give `predict` (`predict = []`: it holds everywhere)", d.name.get_ref())));
+        };
+        let mut predictions = Vec::new();
+        for p in predict {
+            let p = p.get_ref();
+            let (point, hit) = point_hit(&p.at)?;
+            if !all_points.contains(&point) {
+                return Err(at(&p.at, format!("no role declares the point '{point}'")));
+            }
+            let mode = match &p.mode {
+                None => None,
+                Some(m) => Some(crate::point::mode_named(m.get_ref()).ok_or_else(|| {
+                    at(
+                        m,
+                        format!(
+                            "unknown crash mode '{}' (exit, abort, kill, hang)",
+                            m.get_ref()
+                        ),
+                    )
+                })?),
+            };
+            predictions.push(PredictDef {
+                point,
+                hit,
+                anomalies: p.anomalies.iter().map(anomaly).collect::<Checked<_>>()?,
+                mode,
+            });
+        }
+        designs.push(DesignDef {
+            name: d.name.get_ref().clone(),
+            args: d.args.clone(),
+            env: d.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+            predict: predictions,
+        });
+    }
+    if designs.is_empty() {
+        return Err(Mistake(
+            0,
+            "a lab file needs at least one design (`[[designs]]`)".into(),
+        ));
+    }
+    Ok(UserLab {
+        path: path.to_path_buf(),
+        dir: dir.to_path_buf(),
+        id: file.id.get_ref().clone(),
+        title: file.title,
+        stores,
+        roles,
+        scenarios,
+        checks,
+        invariants,
+        designs,
+    })
+}
+
+/// `POINT[@HIT]` with HIT from 1 to `crash::HIT_MAX`.
+fn point_hit(spec: &Spanned<String>) -> Checked<(String, Option<u32>)> {
+    let text = spec.get_ref();
+    match text.split_once('@') {
+        None => Ok((text.clone(), None)),
+        Some((point, n)) => match n.parse::<u32>() {
+            Ok(hit) if (1..=crate::crash::HIT_MAX).contains(&hit) => {
+                Ok((point.to_string(), Some(hit)))
+            }
+            _ => Err(at(
+                spec,
+                format!(
+                    "'{text}': the hit after @ is a number from 1 to {}",
+                    crate::crash::HIT_MAX
+                ),
+            )),
+        },
+    }
+}
+
+/// The placeholders a command item may hold: `{lab}`, `{run}`, `{crashlab}`, `{design}`,
+/// `{design.args}`
+/// (a whole item), `{store.NAME}` of a declared store.
+fn placeholders(item: &Spanned<String>, stores: &[StoreDef]) -> Checked<()> {
+    let text = item.get_ref();
+    let mut rest = text.as_str();
+    let mut offset = 0;
+    while let Some(open) = rest.find('{') {
+        let Some(len) = rest[open..].find('}') else {
+            return Err(Mistake(
+                item.span().start + 1 + offset + open,
+                format!("'{text}': a placeholder is not closed with }}"),
+            ));
+        };
+        let name = &rest[open + 1..open + len];
+        let known = match name.strip_prefix("store.") {
+            Some(store) => stores.iter().any(|s| s.name == store),
+            None => {
+                ["lab", "run", "design", "crashlab"].contains(&name)
+                    || (name == "design.args" && text == "{design.args}")
+            }
+        };
+        if !known {
+            let what = match name.strip_prefix("store.") {
+                Some(store) => format!("placeholder {{{name}}}: no store '{store}'"),
+                None if name == "design.args" => "{design.args} stands alone as a whole item".to_string(),
+                None => format!("placeholder {{{name}}} names nothing ({{lab}}, {{run}}, {{crashlab}}, {{design}}, {{design.args}}, {{store.NAME}})"),
+            };
+            return Err(Mistake(item.span().start + 1 + offset + open, what));
+        }
+        offset += open + len + 1;
+        rest = &rest[open + len + 1..];
+    }
+    Ok(())
+}
+
+/// Every check and invariant query prepares (not runs) on the stores made from their
+/// schemas, all attached by name; when a store has no schema its tables are unknown until a
+/// role makes them, and the queries are prepared at run time instead.
+fn queries(file: &FileLab, stores: &[StoreDef]) -> Checked<()> {
+    if stores.iter().any(|s| s.schema.is_none()) {
+        return Ok(());
+    }
+    let made = tempfile::tempdir().map_err(|e| {
+        Mistake(
+            0,
+            format!("cannot make a directory to check the queries in: {e}"),
+        )
+    })?;
+    let conn =
+        super::run::attach(made.path(), stores, true).map_err(|e| Mistake(0, format!("{e:#}")))?;
+    let sqls = file
+        .checks
+        .iter()
+        .map(|c| &c.get_ref().sql)
+        .chain(file.invariants.iter().map(|i| &i.get_ref().sql));
+    for sql in sqls {
+        if let Err(e) = conn.prepare(sql.get_ref()) {
+            return Err(at(sql, format!("SQLite refuses the query: {e}")));
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,106 @@
+//! `crashlab driver FILE`: each scenario once, in one design, each step crashing where the
+//! lab file says, its checks read back and its invariants held as predicted.
+
+use anyhow::Result;
+
+use super::explore::{designs, names, out_dir, step_faults, Options};
+use super::run::{self, Arm, Setup};
+use super::{StepDef, UserLab};
+use crate::engine::jepsen::Anomaly;
+use crate::fail;
+
+/// `crashlab driver FILE`: each scenario once in the first design chosen, crashing each step
+/// where the file says, its checks read, every invariant held as predicted.
+pub fn driver(lab: &UserLab, options: &Options) -> Result<i32> {
+    let design = designs(lab, &options.designs)?[0];
+    let out = out_dir(lab, &options.out, "")?;
+    let setup = Setup {
+        lab,
+        design,
+        mode: options.mode,
+        timeout: options.timeout,
+    };
+    let mut code = fail::EXIT_OK;
+    crate::say!(
+        "{:<18} {:>6} {:>5} {:>8}  state",
+        "step",
+        "expect",
+        "exit",
+        "wall_ms"
+    );
+    for scenario in &lab.scenarios {
+        let arms: Vec<Arm> = scenario
+            .steps
+            .iter()
+            .enumerate()
+            .filter_map(|(i, s)| match s {
+                StepDef::Run {
+                    crash: Some((p, h)),
+                    ..
+                } => Some((i, p.clone(), *h)),
+                _ => None,
+            })
+            .collect();
+        let ran = run::scenario(&setup, scenario, &out.join(&scenario.name), &arms)?;
+        for (i, (def, step)) in scenario.steps.iter().zip(&ran.steps).enumerate() {
+            let armed = arms.iter().find(|a| a.0 == i);
+            let expect = match (def, armed) {
+                (_, Some(_)) => options.mode.expected_exit(),
+                (StepDef::Run { exit, .. }, None) => *exit,
+                (StepDef::Check { .. }, None) => 0,
+            };
+            let state = match (&step.crashed, &step.check) {
+                (Some((p, h)), _) => format!("CRASH {p}@{h}"),
+                (None, Some((got, want))) => format!("{got} (expected {want})"),
+                (None, None) => format!("{} points", step.points.len()),
+            };
+            crate::say!(
+                "{:<18} {:>6} {:>5} {:>8.2}  {state}",
+                step.name,
+                expect,
+                step.exit,
+                step.wall_ms
+            );
+        }
+        // One arm per crashing step: the predictions of each count.
+        let mut predicted: Vec<Anomaly> = arms
+            .iter()
+            .flat_map(|a| {
+                design
+                    .predict
+                    .iter()
+                    .filter(|p| p.covers(&a.1, a.2, options.mode))
+                    .flat_map(|p| p.anomalies.clone())
+            })
+            .collect();
+        predicted.sort_by_key(|a| a.name());
+        predicted.dedup();
+        let verdict = step_faults(scenario, &ran, &arms, options.mode, true);
+        let found = ran.anomalies();
+        let verdict = verdict.unwrap_or_else(|| match found == predicted {
+            true => "ok".into(),
+            false => format!("predicted {}, found {}", names(&predicted), names(&found)),
+        });
+        crate::say!(
+            "scenario {}: {} (anomalies {})",
+            scenario.name,
+            verdict,
+            names(&found)
+        );
+        if verdict != "ok" {
+            code = fail::EXIT_FAILED;
+        }
+    }
+    let word = if code == fail::EXIT_OK {
+        "PASS"
+    } else {
+        "FAIL"
+    };
+    crate::say!(
+        "{word}: lab {} in design {}; evidence in {}",
+        lab.id,
+        design.name,
+        out.display()
+    );
+    Ok(code)
+}

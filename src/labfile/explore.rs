@@ -1,0 +1,342 @@
+//! `crashlab explore FILE`: it first runs each scenario of
+//! each design without a crash, recording every point and hit its roles announce; then it
+//! crashes at each of them, one case each, and judges every case by the invariants against
+//! the design's predictions. An armed point the role never announced is NOT-REACHED.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use anyhow::Result;
+use serde::Serialize;
+
+use super::run::{self, Arm, ScenarioRun, Setup};
+use super::{DesignDef, StepDef, UserLab};
+use crate::crash::Mode;
+use crate::engine::jepsen::Anomaly;
+use crate::fail;
+
+/// The most cases one explore runs (points x hits x designs x scenarios).
+const CASES_MAX: usize = 10_000;
+
+/// What explore and driver take of the command line.
+pub struct Options {
+    pub designs: String,
+    pub mode: Mode,
+    pub out: Option<PathBuf>,
+    pub timeout: Duration,
+    pub json: bool,
+}
+
+/// One case: a scenario of a design, crashed at one point and hit of one step (or not at all).
+#[derive(Debug, Serialize)]
+pub struct Case {
+    pub design: String,
+    pub scenario: String,
+    /// `step:point@hit`, or `no crash`.
+    pub at: String,
+    pub anomalies: Vec<Anomaly>,
+    pub predicted: Vec<Anomaly>,
+    /// `ok`, `NOT-REACHED`, or what went wrong.
+    pub verdict: String,
+    pub dir: String,
+}
+
+pub(super) fn names(anomalies: &[Anomaly]) -> String {
+    match anomalies.is_empty() {
+        true => "-".into(),
+        false => anomalies
+            .iter()
+            .map(|a| a.name())
+            .collect::<Vec<_>>()
+            .join(","),
+    }
+}
+
+/// The designs `--variants` names: `all`, or names separated by commas.
+pub(super) fn designs<'a>(lab: &'a UserLab, given: &str) -> Result<Vec<&'a DesignDef>> {
+    if given == "all" {
+        return Ok(lab.designs.iter().collect());
+    }
+    given
+        .split(',')
+        .map(|name| {
+            lab.designs.iter().find(|d| d.name == name).ok_or_else(|| {
+                let known: Vec<&str> = lab.designs.iter().map(|d| d.name.as_str()).collect();
+                fail::usage(format!(
+                    "--variants: lab {} has no design '{name}'; its designs: {}",
+                    lab.id,
+                    known.join(", ")
+                ))
+            })
+        })
+        .collect()
+}
+
+pub(super) fn out_dir(lab: &UserLab, given: &Option<PathBuf>, what: &str) -> Result<PathBuf> {
+    let dir = given.clone().unwrap_or_else(|| {
+        PathBuf::from("target/lab").join(format!(
+            "{}-{what}{}",
+            lab.id,
+            crate::engine::driver::utc_stamp()
+        ))
+    });
+    if dir.exists() {
+        return Err(fail::usage(format!(
+            "--out {}: it exists already (give a new directory)",
+            dir.display()
+        )));
+    }
+    std::fs::create_dir_all(&dir)
+        .map_err(|e| fail::io(format!("creating {}: {e}", dir.display())))?;
+    Ok(dir)
+}
+
+/// What a run's steps did wrong, beyond the anomalies: the armed step not crashing where
+/// asked, another step's unexpected exit, a role's fault; a check's value when `checks`.
+pub(super) fn step_faults(
+    scenario: &super::ScenarioDef,
+    ran: &ScenarioRun,
+    arms: &[Arm],
+    mode: Mode,
+    checks: bool,
+) -> Option<String> {
+    for (i, (def, step)) in scenario.steps.iter().zip(&ran.steps).enumerate() {
+        if !checks && matches!(def, StepDef::Check { .. }) {
+            continue;
+        }
+        if let Some(fault) = step.faults.first() {
+            return Some(format!("step {} (role {}): {fault}", step.name, step.role));
+        }
+        let armed = arms.iter().find(|a| a.0 == i);
+        let expected = match (def, armed) {
+            (_, Some(_)) => mode.expected_exit(),
+            (StepDef::Run { exit, .. }, None) => *exit,
+            (StepDef::Check { .. }, None) => 0,
+        };
+        if let Some((point, hit, _)) = armed.map(|a| (&a.1, a.2, ())) {
+            if step.crashed.as_ref() != Some(&(point.clone(), hit)) {
+                if step.exit == 0 && !step.timed_out {
+                    return Some(crate::crash::not_reached_line(point, hit));
+                }
+                return Some(format!(
+                    "step {} (role {}) exited {} without announcing its crash at {point}@{hit}",
+                    step.name, step.role, step.exit
+                ));
+            }
+        }
+        if step.exit != expected {
+            let why = match (&step.check, step.timed_out) {
+                (Some((got, want)), _) => format!("check gave {got}, expected {want}"),
+                (None, true) => "killed past --step-timeout-ms".to_string(),
+                (None, false) => format!("exit {}, expected {expected}", step.exit),
+            };
+            return Some(format!("step {} (role {}): {why}", step.name, step.role));
+        }
+    }
+    ran.unreadable.clone()
+}
+
+/// Judge one run: what was found against what the design predicts at its arm.
+fn judge(
+    lab: &UserLab,
+    design: &DesignDef,
+    scenario: &super::ScenarioDef,
+    ran: &ScenarioRun,
+    arm: Option<&Arm>,
+    mode: Mode,
+) -> (Vec<Anomaly>, Vec<Anomaly>, String) {
+    let mut predicted: Vec<Anomaly> = Vec::new();
+    if let Some((_, point, hit)) = arm {
+        for p in design
+            .predict
+            .iter()
+            .filter(|p| p.covers(point, *hit, mode))
+        {
+            predicted.extend(p.anomalies.iter().copied());
+        }
+    }
+    predicted.sort_by_key(|a| a.name());
+    predicted.dedup();
+    let found = ran.anomalies();
+    let undeclared = ran
+        .steps
+        .iter()
+        .flat_map(|s| s.points.iter().map(move |p| (s, p)))
+        .find(|(_, (p, _))| lab.point(p).is_none());
+    let verdict = if let Some(fault) = step_faults(
+        scenario,
+        ran,
+        arm.map(std::slice::from_ref).unwrap_or(&[]),
+        mode,
+        // A crash case is judged by the invariants; the checks say what a run without one shows.
+        arm.is_none(),
+    ) {
+        fault
+    } else if let Some((step, (point, _))) = undeclared {
+        format!(
+            "step {} (role {}) announced '{point}', which no role declares",
+            step.name, step.role
+        )
+    } else if found == predicted {
+        "ok".to_string()
+    } else if predicted.is_empty() {
+        format!("broke ({}) where no prediction says so", names(&found))
+    } else {
+        format!("predicted {}, found {}", names(&predicted), names(&found))
+    };
+    (found, predicted, verdict)
+}
+
+/// `crashlab explore FILE`.
+pub fn explore(lab: &UserLab, options: &Options) -> Result<i32> {
+    let chosen = designs(lab, &options.designs)?;
+    let out = out_dir(lab, &options.out, "explore-")?;
+    let began = Instant::now();
+    let mut cases: Vec<Case> = Vec::new();
+    let mut announced_at: Vec<(String, String)> = Vec::new();
+    for design in &chosen {
+        let setup = Setup {
+            lab,
+            design,
+            mode: options.mode,
+            timeout: options.timeout,
+        };
+        for scenario in &lab.scenarios {
+            let base = out.join(&design.name).join(&scenario.name);
+            let ran = run::scenario(&setup, scenario, &base.join("no-crash"), &[])?;
+            let (found, predicted, verdict) =
+                judge(lab, design, scenario, &ran, None, options.mode);
+            cases.push(Case {
+                design: design.name.clone(),
+                scenario: scenario.name.clone(),
+                at: "no crash".into(),
+                anomalies: found,
+                predicted,
+                verdict,
+                dir: rel(&out, &base.join("no-crash")),
+            });
+            let arms: Vec<Arm> = ran
+                .steps
+                .iter()
+                .enumerate()
+                .flat_map(|(i, s)| s.points.iter().map(move |(p, h)| (i, p.clone(), *h)))
+                .collect();
+            for arm in arms {
+                if cases.len() >= CASES_MAX {
+                    return Err(fail::usage(format!(
+                        "more than {CASES_MAX} cases: name fewer designs with --variants"
+                    )));
+                }
+                let step = scenario.steps[arm.0].name();
+                let at = format!("{step}:{}@{}", arm.1, arm.2);
+                let dir = base.join(format!("{:02}-{step}-{}@{}", arm.0 + 1, arm.1, arm.2));
+                let ran = run::scenario(&setup, scenario, &dir, std::slice::from_ref(&arm))?;
+                let (found, predicted, verdict) =
+                    judge(lab, design, scenario, &ran, Some(&arm), options.mode);
+                announced_at.push((design.name.clone(), arm.1.clone()));
+                cases.push(Case {
+                    design: design.name.clone(),
+                    scenario: scenario.name.clone(),
+                    at,
+                    anomalies: found,
+                    predicted,
+                    verdict,
+                    dir: rel(&out, &dir),
+                });
+            }
+        }
+    }
+    // A prediction whose point was never announced proves nothing: it is NOT-REACHED.
+    let mut unproven = Vec::new();
+    for design in &chosen {
+        for p in design
+            .predict
+            .iter()
+            .filter(|p| p.mode.is_none_or(|m| m == options.mode))
+        {
+            if !announced_at
+                .iter()
+                .any(|(d, point)| *d == design.name && *point == p.point)
+            {
+                unproven.push(format!(
+                    "design {}: predicted at {}, never announced: {}",
+                    design.name,
+                    p.at(),
+                    crate::crash::not_reached_line(&p.point, p.hit.unwrap_or(1))
+                ));
+            }
+        }
+    }
+    let seconds = began.elapsed().as_secs_f64();
+    let code = exit_code(&cases, &unproven);
+    let report = serde_json::json!({
+        "lab": lab.id, "file": lab.path.display().to_string(), "crash_mode": options.mode.name(),
+        "cases": cases, "unproven": unproven, "seconds": seconds,
+        "cases_per_second": cases.len() as f64 / seconds.max(1e-9), "exit": code,
+        "out": out.display().to_string(),
+    });
+    let text = serde_json::to_string_pretty(&report)?;
+    std::fs::write(out.join("explore.json"), &text)
+        .map_err(|e| fail::io(format!("writing explore.json: {e}")))?;
+    if options.json {
+        crate::say!("{text}");
+        return Ok(code);
+    }
+    crate::say!(
+        "{:<22} {:<12} {:<40} {:<12} {:<12} verdict",
+        "design",
+        "scenario",
+        "crash at",
+        "found",
+        "predicted"
+    );
+    for c in &cases {
+        crate::say!(
+            "{:<22} {:<12} {:<40} {:<12} {:<12} {}",
+            c.design,
+            c.scenario,
+            c.at,
+            names(&c.anomalies),
+            names(&c.predicted),
+            c.verdict
+        );
+    }
+    for line in &unproven {
+        crate::say!("{line}");
+    }
+    let failed = cases.iter().filter(|c| c.verdict != "ok").count() + unproven.len();
+    let word = if code == fail::EXIT_OK {
+        "PASS"
+    } else {
+        "FAIL"
+    };
+    crate::say!(
+        "{word}: {} cases, {failed} not as predicted; {:.1} s, {:.1} cases/s; evidence in {}",
+        cases.len(),
+        seconds,
+        cases.len() as f64 / seconds.max(1e-9),
+        out.display()
+    );
+    Ok(code)
+}
+
+/// 0 when every case is as predicted; 78 when the only misses are points not reached; else 1.
+fn exit_code(cases: &[Case], unproven: &[String]) -> i32 {
+    let missed = |v: &str| v.starts_with("NOT-REACHED");
+    let bad: Vec<&str> = cases
+        .iter()
+        .map(|c| c.verdict.as_str())
+        .filter(|v| *v != "ok")
+        .collect();
+    if bad.iter().any(|v| !missed(v)) {
+        fail::EXIT_FAILED
+    } else if !bad.is_empty() || !unproven.is_empty() {
+        fail::EXIT_NOT_REACHED
+    } else {
+        fail::EXIT_OK
+    }
+}
+
+fn rel(out: &Path, dir: &Path) -> String {
+    dir.strip_prefix(out).unwrap_or(dir).display().to_string()
+}

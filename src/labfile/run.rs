@@ -1,0 +1,311 @@
+//! One scenario of a lab file run as processes: its stores made from their schemas, each
+//! role step spawned (in its own process group) with its events file and, when armed, where
+//! and how to crash; each check step and, at the end, every invariant read on the stores.
+
+use std::path::Path;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use serde::Serialize;
+
+use super::{DesignDef, InvariantDef, ScenarioDef, StepDef, StoreDef, UserLab};
+use crate::crash::Mode;
+use crate::engine::jepsen::Anomaly;
+use crate::engine::process;
+use crate::events::Event;
+
+/// A step's stdout or stderr larger than this is recorded as a flood.
+pub const OUTPUT_BYTES_MAX: u64 = 64 * 1024 * 1024;
+/// The rows of an invariant's query kept as examples.
+const ROWS_KEPT: usize = 20;
+
+/// Open an in-memory connection with every store attached by its name: made from its schema
+/// first when `make`, else read-only (a missing store is an error).
+pub fn attach(dir: &Path, stores: &[StoreDef], make: bool) -> Result<rusqlite::Connection> {
+    use rusqlite::OpenFlags;
+    let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_URI;
+    let conn = rusqlite::Connection::open_with_flags(":memory:", flags)?;
+    for store in stores {
+        let path = dir.join(&store.file);
+        if make {
+            let file = rusqlite::Connection::open(&path)
+                .with_context(|| format!("making store '{}'", store.name))?;
+            if let Some(schema) = &store.schema {
+                file.execute_batch(schema)
+                    .with_context(|| format!("store '{}': its schema", store.name))?;
+            }
+        } else if !path.is_file() {
+            anyhow::bail!(
+                "store '{}': no file {} after the run",
+                store.name,
+                store.file
+            );
+        }
+        let mode = if make { "rw" } else { "ro" };
+        let uri = format!("file:{}?mode={mode}", path.display());
+        conn.execute("ATTACH DATABASE ?1 AS ?2", (&uri, &store.name))
+            .with_context(|| format!("attaching store '{}'", store.name))?;
+    }
+    Ok(conn)
+}
+
+/// How one role step ended, from its exit and its events.
+#[derive(Debug, Clone, Serialize)]
+pub struct StepRun {
+    pub name: String,
+    pub role: String,
+    pub exit: i32,
+    pub timed_out: bool,
+    pub wall_ms: f64,
+    /// Every point announced, in order, with its hit.
+    pub points: Vec<(String, u32)>,
+    /// The crash it announced: (point, hit).
+    pub crashed: Option<(String, u32)>,
+    /// What it did that the protocol does not allow: a torn or unknown events line, a flood.
+    pub faults: Vec<String>,
+    /// For a check step: the value read and the one expected.
+    pub check: Option<(String, String)>,
+}
+
+/// What an invariant's query found after the scenario.
+#[derive(Debug, Clone, Serialize)]
+pub struct Found {
+    pub invariant: String,
+    pub anomaly: Anomaly,
+    pub rows: usize,
+    pub examples: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ScenarioRun {
+    pub steps: Vec<StepRun>,
+    pub found: Vec<Found>,
+    /// A store could not be read back (named, with why).
+    pub unreadable: Option<String>,
+}
+
+impl ScenarioRun {
+    /// The anomaly kinds found, once each, in order.
+    pub fn anomalies(&self) -> Vec<Anomaly> {
+        let mut kinds: Vec<Anomaly> = Vec::new();
+        for f in &self.found {
+            if f.rows > 0 && !kinds.contains(&f.anomaly) {
+                kinds.push(f.anomaly);
+            }
+        }
+        kinds.sort_by_key(|a| a.name());
+        kinds
+    }
+}
+
+/// A step to crash: its index in the scenario, the point and hit.
+pub type Arm = (usize, String, u32);
+
+/// How a scenario runs: in which design, crashing how, each step bounded.
+pub struct Setup<'a> {
+    pub lab: &'a UserLab,
+    pub design: &'a DesignDef,
+    pub mode: Mode,
+    pub timeout: Duration,
+}
+
+/// Run `scenario` in the new directory `dir`, crashing the steps `arms` names.
+pub fn scenario(
+    setup: &Setup<'_>,
+    scenario: &ScenarioDef,
+    dir: &Path,
+    arms: &[Arm],
+) -> Result<ScenarioRun> {
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let dir = std::path::absolute(dir)?;
+    drop(attach(&dir, &setup.lab.stores, true)?);
+    let mut steps = Vec::new();
+    for (i, step) in scenario.steps.iter().enumerate() {
+        let arm = arms.iter().find(|a| a.0 == i);
+        steps.push(match step {
+            StepDef::Run { name, role, .. } => {
+                run_role(setup, &dir, i, name, role, arm.map(|a| (&a.1, a.2)))?
+            }
+            StepDef::Check { name, check } => read_check(setup.lab, &dir, name, check),
+        });
+    }
+    let (found, unreadable) = match invariants(&dir, &setup.lab.stores, &setup.lab.invariants) {
+        Ok(found) => (found, None),
+        Err(e) => (Vec::new(), Some(format!("{e:#}"))),
+    };
+    Ok(ScenarioRun {
+        steps,
+        found,
+        unreadable,
+    })
+}
+
+/// A role's command line with its placeholders filled in.
+pub fn argv(lab: &UserLab, design: &DesignDef, role: &str, dir: &Path) -> Vec<String> {
+    let Some(role) = lab.role(role) else {
+        return Vec::new();
+    };
+    let mut argv = Vec::new();
+    for item in &role.command {
+        if item == "{design.args}" {
+            argv.extend(design.args.iter().cloned());
+            continue;
+        }
+        let mut text = item
+            .replace("{lab}", &lab.dir.display().to_string())
+            .replace("{run}", &dir.display().to_string())
+            .replace("{design}", &design.name)
+            .replace("{crashlab}", &crashlab_exe());
+        for store in &lab.stores {
+            let path = dir.join(&store.file).display().to_string();
+            text = text.replace(&format!("{{store.{}}}", store.name), &path);
+        }
+        argv.push(text);
+    }
+    argv
+}
+
+/// This program, whole: `{crashlab}`, for a shell role's `crashlab point NAME`.
+fn crashlab_exe() -> String {
+    std::env::current_exe()
+        .map(|p| p.display().to_string())
+        .unwrap_or_else(|_| "crashlab".into())
+}
+
+fn run_role(
+    setup: &Setup<'_>,
+    dir: &Path,
+    index: usize,
+    name: &str,
+    role: &str,
+    arm: Option<(&String, u32)>,
+) -> Result<StepRun> {
+    let argv = argv(setup.lab, setup.design, role, dir);
+    let stem = format!("{:02}-{name}", index + 1);
+    let (out, err) = (
+        dir.join(format!("{stem}.stdout.txt")),
+        dir.join(format!("{stem}.stderr.txt")),
+    );
+    let mut env = setup.design.env.clone();
+    if let Some((point, hit)) = arm {
+        env.extend(crate::point::arm_env(&format!("{point}@{hit}"), setup.mode));
+    }
+    let started = process::spawn_env(
+        Path::new(&argv[0]),
+        &argv[1..],
+        dir,
+        &out,
+        &err,
+        Some(&process::events_file(&out)),
+        &env,
+    )?;
+    let ended = process::wait_bounded(started.pid, started.started, setup.timeout)?;
+    let mut run = StepRun {
+        name: name.to_string(),
+        role: role.to_string(),
+        exit: ended.exit,
+        timed_out: ended.timed_out,
+        wall_ms: ended.wall_ms,
+        points: Vec::new(),
+        crashed: None,
+        faults: Vec::new(),
+        check: None,
+    };
+    read_events(&process::events_file(&out), &mut run);
+    for (what, file) in [("stdout", &out), ("stderr", &err)] {
+        let size = std::fs::metadata(file).map_or(0, |m| m.len());
+        if size > OUTPUT_BYTES_MAX {
+            run.faults.push(format!(
+                "its {what} ran past {OUTPUT_BYTES_MAX} bytes ({size})"
+            ));
+        }
+    }
+    Ok(run)
+}
+
+/// The points and crash a step announced; a line that is not an event of the protocol is a
+/// fault of the role, recorded, never a panic.
+fn read_events(path: &Path, run: &mut StepRun) {
+    let text = match crate::common::read_plain(path, crate::events::EVENTS_BYTES_MAX) {
+        Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+        Err(e) => {
+            run.faults.push(format!("its events file: {e:#}"));
+            return;
+        }
+    };
+    if !text.is_empty() && !text.ends_with('\n') {
+        run.faults
+            .push("its last events line is torn (no newline)".into());
+    }
+    for (n, line) in text.split_terminator('\n').enumerate() {
+        match serde_json::from_str::<Event>(line) {
+            Ok(Event::Point { point, hit }) => run.points.push((point, hit)),
+            Ok(Event::Crash { point, hit, .. }) => run.crashed = Some((point, hit)),
+            Ok(_) => {}
+            Err(_) if n + 1 == text.lines().count() && !text.ends_with('\n') => {}
+            Err(e) => run.faults.push(format!("events line {}: {e}", n + 1)),
+        }
+    }
+}
+
+fn read_check(lab: &UserLab, dir: &Path, name: &str, check: &str) -> StepRun {
+    let def = lab.check(check).expect("a validated step names a check");
+    let got = attach(dir, &lab.stores, false).and_then(|conn| {
+        conn.query_row(&def.sql, [], |row| row.get::<_, rusqlite::types::Value>(0))
+            .map_err(anyhow::Error::from)
+    });
+    let got = match got {
+        Ok(rusqlite::types::Value::Integer(i)) => i.to_string(),
+        Ok(rusqlite::types::Value::Text(t)) => t,
+        Ok(rusqlite::types::Value::Real(r)) => r.to_string(),
+        Ok(rusqlite::types::Value::Null) => "NULL".into(),
+        Ok(rusqlite::types::Value::Blob(_)) => "a blob".into(),
+        Err(e) => format!("error: {e:#}"),
+    };
+    StepRun {
+        name: name.to_string(),
+        role: format!("check {check}"),
+        exit: i32::from(got != def.expect),
+        timed_out: false,
+        wall_ms: 0.0,
+        points: Vec::new(),
+        crashed: None,
+        faults: Vec::new(),
+        check: Some((got, def.expect.clone())),
+    }
+}
+
+/// Every invariant's query on the stores: its rows are its anomalies.
+fn invariants(dir: &Path, stores: &[StoreDef], all: &[InvariantDef]) -> Result<Vec<Found>> {
+    let conn = attach(dir, stores, false)?;
+    let mut found = Vec::new();
+    for inv in all {
+        let mut stmt = conn
+            .prepare(&inv.sql)
+            .with_context(|| format!("invariant '{}'", inv.name))?;
+        let columns = stmt.column_count();
+        let mut rows = stmt.query([])?;
+        let (mut count, mut examples) = (0, Vec::new());
+        while let Some(row) = rows.next()? {
+            count += 1;
+            if examples.len() < ROWS_KEPT {
+                let cells: Vec<String> = (0..columns)
+                    .map(|c| match row.get::<_, rusqlite::types::Value>(c) {
+                        Ok(rusqlite::types::Value::Integer(i)) => i.to_string(),
+                        Ok(rusqlite::types::Value::Text(t)) => t,
+                        Ok(other) => format!("{other:?}"),
+                        Err(e) => e.to_string(),
+                    })
+                    .collect();
+                examples.push(cells.join("|"));
+            }
+        }
+        found.push(Found {
+            invariant: inv.name.clone(),
+            anomaly: inv.anomaly,
+            rows: count,
+            examples,
+        });
+    }
+    Ok(found)
+}

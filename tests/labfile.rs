@@ -1,0 +1,302 @@
+//! Lab files (`crashlab.toml`): each mistake is one line `FILE:LINE:COL: what` and exit 2
+//! before anything runs; explore of a user's roles crashes at every point announced, judges
+//! the invariants against the predictions, says NOT-REACHED, and leaves no process behind.
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+
+use common::{code, crashlab, stderr, stdout, BIN};
+
+/// A small valid lab: one shell role on one store, announcing `job.after-insert` twice.
+const LAB: &str = r#"id = "tiny"
+title = "A shell job on SQLite"
+
+[stores.db]
+sqlite = "db.sqlite"
+schema = "db.sql"
+
+[roles.job]
+command = ["sh", "{lab}/job.sh", "{store.db}", "{crashlab}", "{design}"]
+points = { "job.after-insert" = "a row is durable" }
+
+[[scenarios]]
+name = "two-rows"
+steps = [{ role = "job" }, { check = "rows" }]
+
+[[checks]]
+name = "rows"
+sql = "SELECT count(*) FROM db.t"
+expect = 2
+
+[[invariants]]
+name = "two rows"
+anomaly = "lost-write"
+sql = "SELECT count(*) FROM db.t HAVING count(*) < 2"
+
+[[designs]]
+name = "correct"
+predict = []
+"#;
+
+const JOB: &str = r#"db=$1; crashlab=$2
+for i in 1 2; do
+  sqlite3 "$db" "INSERT INTO t VALUES ($i)"
+  "$crashlab" point job.after-insert || exit $?
+done
+"#;
+
+fn lab(dir: &Path, text: &str, job: &str) -> String {
+    std::fs::write(dir.join("db.sql"), "CREATE TABLE t (n INTEGER);\n").unwrap();
+    std::fs::write(dir.join("job.sh"), job).unwrap();
+    let file = dir.join("crashlab.toml");
+    std::fs::write(&file, text).unwrap();
+    file.display().to_string()
+}
+
+/// Each mistake: the lab with one change, and the line that must name it.
+#[test]
+fn each_mistake_is_one_line_with_its_place_and_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let mistakes: &[(&str, &str, &str)] = &[
+        ("title = ", "titel = ", ":2:1: unknown field `titel`"),
+        (r#"{ role = "job" }"#, r#"{ role = "jobb" }"#, ":15:11: no role 'jobb' (roles: job)"),
+        ("{store.db}", "{store.dbx}", ":9:31: placeholder {store.dbx}: no store 'dbx'"),
+        ("{design}\"", "{desing}\"", ":9:61: placeholder {desing} names nothing"),
+        (r#"{ role = "job" }"#, r#"{ role = "job", crash = "job.after-insrt" }"#, ":15:33: role 'job' declares no point 'job.after-insrt'"),
+        ("count(*) FROM db.t\"\nexpect", "count(*) FROM db.tt\"\nexpect", ":19:7: SQLite refuses the query: no such table: db.tt"),
+        ("predict = []\n", "", ":30:1: design 'correct' has no predictions"),
+        (r#"steps = [{ role = "job" }, { check = "rows" }]"#, "steps = []", ":15:9: scenario 'two-rows' has no steps"),
+        ("[[designs]]\nname = \"correct\"\npredict = []\n", "[[designs]]\nname = \"correct\"\npredict = []\n[[designs]]\nname = \"correct\"\npredict = []\n", ":33:8: design 'correct' is named twice"),
+        ("predict = []", "predict = [{ at = \"job.nowhere\", anomalies = [\"lost-write\"] }]", ":32:19: no role declares the point 'job.nowhere'"),
+    ];
+    for (from, to, line) in mistakes {
+        assert!(LAB.contains(from), "{from}");
+        let file = lab(dir.path(), &LAB.replacen(from, to, 1), JOB);
+        let out = crashlab(dir.path(), &["lab", "check", &file]);
+        let err = stderr(&out);
+        assert_eq!(code(&out), 2, "{to}: {err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        // `FILE:LINE:COL: what`
+        let (place, what) = line.split_once(": ").unwrap();
+        let rest = err.strip_prefix(&format!("crashlab: {file}:")).expect(&err);
+        let (at, said) = rest.split_once(": ").unwrap();
+        let numbers: Vec<&str> = at.split(':').collect();
+        assert_eq!(numbers.len(), 2, "{err}");
+        assert!(numbers.iter().all(|n| n.parse::<u32>().is_ok()), "{err}");
+        assert!(said.starts_with(what.trim()), "{to}: {err} (near {place})");
+        // Before anything runs: explore refuses it the same way and writes nothing.
+        let out_dir = dir.path().join("out");
+        let out = crashlab(
+            dir.path(),
+            &["explore", &file, "--out", out_dir.to_str().unwrap()],
+        );
+        assert_eq!(code(&out), 2);
+        assert!(!out_dir.exists());
+    }
+    let file = lab(dir.path(), LAB, JOB);
+    let out = crashlab(dir.path(), &["lab", "check", &file]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(stdout(&out).contains("no mistake found"));
+}
+
+#[test]
+fn explore_crashes_a_shell_role_at_every_point_it_announced() {
+    let dir = tempfile::tempdir().unwrap();
+    // Crashed after its first row, the job leaves one: the invariant finds it there.
+    let predicted = LAB.replace(
+        "predict = []",
+        "predict = [{ at = \"job.after-insert@1\", anomalies = [\"lost-write\"] }]",
+    );
+    let file = lab(dir.path(), &predicted, JOB);
+    let out_dir = dir.path().join("out");
+    let out = crashlab(
+        dir.path(),
+        &[
+            "explore",
+            &file,
+            "--json",
+            "--out",
+            out_dir.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
+    let report: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let at: Vec<&str> = report["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["at"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        at,
+        [
+            "no crash",
+            "job:job.after-insert@1",
+            "job:job.after-insert@2"
+        ]
+    );
+    // A design predicting nothing there fails, naming the anomaly.
+    let file = lab(dir.path(), LAB, JOB);
+    let out = crashlab(
+        dir.path(),
+        &[
+            "explore",
+            &file,
+            "--out",
+            dir.path().join("o2").to_str().unwrap(),
+        ],
+    );
+    assert_eq!(code(&out), 1, "{}", stdout(&out));
+    assert!(
+        stdout(&out).contains("broke (lost-write) where no prediction says so"),
+        "{}",
+        stdout(&out)
+    );
+}
+
+#[test]
+fn an_armed_point_the_role_never_announces_is_not_reached_exit_78() {
+    let dir = tempfile::tempdir().unwrap();
+    // Armed, the job announces nothing: its crash never happens.
+    let job = JOB.replace(
+        "\"$crashlab\" point",
+        "[ -n \"$CRASHLAB_CRASH_AT\" ] || \"$crashlab\" point",
+    );
+    let file = lab(dir.path(), LAB, &job);
+    let out = crashlab(
+        dir.path(),
+        &[
+            "explore",
+            &file,
+            "--out",
+            dir.path().join("o").to_str().unwrap(),
+        ],
+    );
+    assert_eq!(code(&out), 78, "{}", stdout(&out));
+    assert!(
+        stdout(&out).contains("NOT-REACHED job.after-insert@1"),
+        "{}",
+        stdout(&out)
+    );
+}
+
+#[test]
+fn a_role_that_forks_and_is_crashed_leaves_no_process_behind() {
+    let dir = tempfile::tempdir().unwrap();
+    let mark = format!("labfile-fork-{}", std::process::id());
+    // The job forks a grandchild that would sleep for minutes, then crashes (exit) or
+    // hangs past its bound (hang): either way its whole process group is killed.
+    let job = format!("sleep 300 &\n{JOB}wait\n");
+    let file = lab(dir.path(), LAB, &job);
+    for mode in ["exit", "kill", "hang"] {
+        let out = Command::new(BIN)
+            .args([
+                "explore",
+                &file,
+                "--crash-mode",
+                mode,
+                "--step-timeout-ms",
+                "3000",
+                "--out",
+            ])
+            .arg(dir.path().join(format!("o-{mode}")))
+            .env("CRASHLAB_TEST_MARK", &mark)
+            .output()
+            .unwrap();
+        // Without a crash the job waits for its grandchild: past its bound, killed.
+        let text = stdout(&out);
+        assert!(
+            text.contains("killed past --step-timeout-ms"),
+            "{mode}: {text}"
+        );
+        assert!(text.contains("job:job.after-insert@2"), "{text}");
+        assert_eq!(
+            common::marked_processes(&mark),
+            Vec::<String>::new(),
+            "{mode}"
+        );
+    }
+}
+
+#[test]
+fn a_role_that_tears_its_events_line_is_recorded_as_such() {
+    let dir = tempfile::tempdir().unwrap();
+    let job = "printf '{\"event\":\"point\",\"po' >> \"$CRASHLAB_EVENTS\"; sqlite3 \"$1\" 'INSERT INTO t VALUES (1); INSERT INTO t VALUES (2)'\n";
+    let file = lab(dir.path(), LAB, job);
+    let out = crashlab(
+        dir.path(),
+        &[
+            "explore",
+            &file,
+            "--out",
+            dir.path().join("o").to_str().unwrap(),
+        ],
+    );
+    assert_eq!(code(&out), 1, "{}", stdout(&out));
+    assert!(
+        stdout(&out).contains("step job (role job): its last events line is torn"),
+        "{}",
+        stdout(&out)
+    );
+}
+
+#[test]
+fn the_python_outbox_example_breaks_exactly_where_predicted() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let dir = tempfile::tempdir().unwrap();
+    let out = crashlab(
+        root,
+        &[
+            "explore",
+            "examples/python-outbox/crashlab.toml",
+            "--variants",
+            "all",
+            "--json",
+            "--out",
+            dir.path().join("o").to_str().unwrap(),
+        ],
+    );
+    assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
+    let report: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let cases = report["cases"].as_array().unwrap();
+    let broke: Vec<String> = cases
+        .iter()
+        .filter(|c| !c["anomalies"].as_array().unwrap().is_empty())
+        .map(|c| {
+            format!(
+                "{} {} {}",
+                c["design"].as_str().unwrap(),
+                c["at"].as_str().unwrap(),
+                c["anomalies"][0].as_str().unwrap()
+            )
+        })
+        .collect();
+    assert_eq!(
+        broke,
+        [
+            "mark-before-publish relay:relay.after-mark@1 lost-write",
+            "mark-before-publish relay:relay.after-mark@2 lost-write",
+            "ack-before-apply consumer:consumer.after-ack@1 lost-write",
+            "ack-before-apply consumer:consumer.after-ack@2 lost-write",
+        ]
+    );
+    // Every point the roles declare was announced and crashed in every design.
+    for design in ["correct", "mark-before-publish", "ack-before-apply"] {
+        for point in [
+            "writer.after-commit",
+            "relay.after-publish",
+            "relay.after-mark",
+            "consumer.after-apply",
+            "consumer.after-ack",
+        ] {
+            assert!(
+                cases
+                    .iter()
+                    .any(|c| c["design"] == design && c["at"].as_str().unwrap().contains(point)),
+                "{design} {point}"
+            );
+        }
+    }
+}
