@@ -259,3 +259,88 @@ fn a_shard_judges_only_its_own_cases_and_says_so() {
         assert!(!dir.join("x").exists());
     }
 }
+
+/// `chaos 14 --runs 4` on small loads: `ARGS` after it.
+fn chaos(dir: &Path, out: &str, args: &[&str]) -> std::process::Output {
+    let mut all = vec![
+        "chaos",
+        "14",
+        "--runs",
+        "4",
+        "--messages",
+        "40",
+        "--kills",
+        "3",
+    ];
+    all.extend_from_slice(&["--out", out]);
+    all.extend_from_slice(args);
+    crashlab(dir, &all)
+}
+
+/// (seed, ok, lost, duplicated) of every seed of a study, and its sums and verdict.
+fn seeds(study: &Value) -> (Vec<String>, String) {
+    let each = study["seeds"]
+        .as_array()
+        .expect("seeds")
+        .iter()
+        .map(|s| {
+            format!(
+                "{} {} {} {}",
+                s["seed"], s["ok"], s["lost"], s["duplicated"]
+            )
+        })
+        .collect();
+    let sums = format!("{} {} {}", study["ok"], study["lost"], study["duplicated"]);
+    (each, sums)
+}
+
+#[test]
+fn chaos_shards_merged_give_the_unsharded_seeds_and_verdict() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let whole = chaos(dir, "whole", &[]);
+    assert_eq!(code(&whole), 0, "{}", stderr(&whole));
+    for k in 1..=2 {
+        let shard = format!("hash:{k}/2");
+        let out = chaos(dir, &format!("s{k}"), &["--shard", &shard]);
+        assert_eq!(code(&out), 0, "{}", stderr(&out));
+    }
+    let (one, two) = (
+        json(&dir.join("s1/seeds.json")),
+        json(&dir.join("s2/seeds.json")),
+    );
+    let sizes = (seeds(&one).0.len(), seeds(&two).0.len());
+    assert_eq!(
+        sizes.0 + sizes.1,
+        4,
+        "the shards split the 4 seeds: {sizes:?}"
+    );
+    let merged = crashlab(
+        dir,
+        &["merge", "s1", "s2", "--out", "merged", "--junit", "m.xml"],
+    );
+    assert_eq!(code(&merged), code(&whole), "{}", stderr(&merged));
+    assert_eq!(
+        seeds(&json(&dir.join("merged/seeds.json"))),
+        seeds(&json(&dir.join("whole/seeds.json")))
+    );
+    for seed in 1..=4 {
+        assert!(dir.join(format!("merged/seed-{seed}/chaos.json")).is_file());
+    }
+    let cases = junit(&dir.join("m.xml"));
+    assert_eq!(cases.len(), 4, "one test case per seed: {cases:?}");
+    let audit = crashlab(dir, &["audit", "merged"]);
+    assert_eq!(code(&audit), 0, "{}", stdout(&audit));
+    assert!(
+        stdout(&audit).contains("merged from 2 shards: s1 (hash:1/2), s2 (hash:2/2)"),
+        "{}",
+        stdout(&audit)
+    );
+
+    // The refusals: a seed twice, a seed missing, another plan; nothing written.
+    refused(dir, &["s1", "s1", "s2"], "is in two shards");
+    refused(dir, &["s1"], "in no shard given");
+    let other = chaos(dir, "o2", &["--shard", "hash:2/2", "--batch", "10"]);
+    assert_eq!(code(&other), 0, "{}", stderr(&other));
+    refused(dir, &["s1", "o2"], "shards of different plans");
+}

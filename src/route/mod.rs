@@ -191,6 +191,9 @@ pub fn run(command: Command) -> Result<i32> {
         }
         Command::Servers(args) => crate::servers::command::run(&args),
         Command::Explore(args) => engine::explore::command(&args, recorded_args()),
+        Command::Merge(args) if engine::load::chaos::merge::is_chaos(&args) => {
+            engine::load::chaos::merge::command(&args, recorded_args())
+        }
         Command::Merge(args) => engine::explore::merge::command(&args, recorded_args()),
         Command::Probe(args) => crate::probe::command(&args, recorded_args()),
         Command::Digest { files, json } => {

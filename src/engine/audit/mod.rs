@@ -34,6 +34,7 @@ mod replayed;
 mod report;
 mod results;
 mod run;
+mod seeds;
 mod sequence;
 mod servers;
 mod shards;
@@ -144,6 +145,9 @@ pub fn audit(dir: &Path, strict_sources: bool) -> Report {
                 .push_str(", every kept state derived again from its cut's record");
             report.attested.push(states::ATTESTED.to_string());
         }
+    } else if tree.has_file(crate::engine::load::chaos::seeds::SEEDS) {
+        seeds::check(&mut report, &tree, dir);
+        shards::note(&mut report, &tree);
     } else if tree.has_file(CHAOS) {
         chaos::check_chaos(&mut report, &tree);
     } else if tree.has_file(crate::probe::records::PROBE) {

@@ -4,7 +4,7 @@
 //! `explore.svg`, and `merged.json` naming the shards. The merged directory audits as any
 //! explore run's does.
 
-mod read;
+pub mod read;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -175,7 +175,7 @@ fn write(
 }
 
 /// Copy a case's evidence directory; evidence is a few levels deep, plain files only.
-fn copy_tree(from: &Path, to: &Path, depth: usize) -> Result<()> {
+pub fn copy_tree(from: &Path, to: &Path, depth: usize) -> Result<()> {
     anyhow::ensure!(
         depth <= 8,
         "{} is nested too deep to be evidence",

@@ -38,15 +38,23 @@ pub struct Shard {
     pub manifest_sha256: String,
 }
 
-/// Read one shard: it must be an explore shard's directory and audit PASS.
-pub fn read(dir: &Path) -> Result<Shard> {
+/// A shard of either kind, audited: its recorded name, `shard.json`, and its manifest's
+/// hash.
+pub struct Opened {
+    pub name: String,
+    pub file: ShardFile,
+    pub manifest_sha256: String,
+}
+
+/// Open one shard: it must be a directory with `shard.json` and audit PASS.
+pub fn open(dir: &Path) -> Result<Opened> {
     let name = crate::engine::evidence::recorded_path(dir);
     if !dir.is_dir() {
         return Err(fail::usage(format!("{name} is not a directory")));
     }
     if !dir.join(SHARD).is_file() {
         return Err(fail::usage(format!(
-            "{name} is not an explore shard (no {SHARD}: explore writes one with --shard)"
+            "{name} is not a shard (no {SHARD}: explore and chaos write one with --shard)"
         )));
     }
     let audit = crate::engine::audit::audit(dir, false);
@@ -66,6 +74,25 @@ pub fn read(dir: &Path) -> Result<Shard> {
         .map_err(anyhow::Error::from)
         .and_then(|b| Ok(serde_json::from_slice(&b)?))
         .map_err(|e| bad(SHARD, &e))?;
+    let manifest = std::fs::read(dir.join(crate::engine::evidence::MANIFEST))
+        .map_err(|e| bad(crate::engine::evidence::MANIFEST, &e))?;
+    Ok(Opened {
+        name,
+        file,
+        manifest_sha256: crate::common::sha256_hex(&manifest),
+    })
+}
+
+/// Read one explore shard: it must open as a shard and hold `explore.json`.
+pub fn read(dir: &Path) -> Result<Shard> {
+    let Opened {
+        name,
+        file,
+        manifest_sha256,
+    } = open(dir)?;
+    let bad = |what: &str, e: &dyn std::fmt::Display| {
+        fail::usage(format!("{name}/{what} cannot be read as a shard's: {e}"))
+    };
     let path = dir.join("explore.json");
     let size = std::fs::metadata(&path)
         .map_err(|e| bad("explore.json", &e))?
@@ -81,20 +108,40 @@ pub fn read(dir: &Path) -> Result<Shard> {
     // merge reads each shard once.
     let text: &'static str = Box::leak(text.into_boxed_str());
     let explore: Explore = serde_json::from_str(text).map_err(|e| bad("explore.json", &e))?;
-    let manifest = std::fs::read(dir.join(crate::engine::evidence::MANIFEST))
-        .map_err(|e| bad(crate::engine::evidence::MANIFEST, &e))?;
     Ok(Shard {
         dir: dir.to_path_buf(),
         name,
         file,
         explore,
-        manifest_sha256: crate::common::sha256_hex(&manifest),
+        manifest_sha256,
     })
 }
 
 /// The shards are the buckets of one plan, each case in exactly one: the refusal otherwise.
 /// `identity` gives a case's identity line.
 pub fn check(shards: &[Shard], identity: &dyn Fn(&CaseResult) -> String) -> Result<()> {
+    let ran: Vec<Ran> = shards
+        .iter()
+        .map(|s| Ran {
+            name: &s.name,
+            file: &s.file,
+            ran: s.explore.cases.iter().map(identity).collect(),
+        })
+        .collect();
+    check_plans(&ran)
+}
+
+/// A shard as `check_plans` sees it: its name, `shard.json`, and the identity lines of
+/// what its evidence holds (explore's cases, chaos's seeds).
+pub struct Ran<'a> {
+    pub name: &'a str,
+    pub file: &'a ShardFile,
+    pub ran: Vec<String>,
+}
+
+/// The shards are the buckets of one plan, each case (or seed) in exactly one: the refusal
+/// otherwise.
+pub fn check_plans(shards: &[Ran<'_>]) -> Result<()> {
     let first = &shards[0];
     let plan = &first.file.plan;
     for s in shards {
@@ -128,21 +175,20 @@ pub fn check(shards: &[Shard], identity: &dyn Fn(&CaseResult) -> String) -> Resu
     }
     let mut owner: BTreeMap<String, &str> = BTreeMap::new();
     for s in shards {
-        let ran: Vec<String> = s.explore.cases.iter().map(identity).collect();
-        if ran != s.file.cases {
+        if s.ran != s.file.cases {
             return Err(fail::usage(format!(
-                "{}: explore.json's cases are not the ones {SHARD} names",
+                "{}: its evidence holds other cases than the ones {SHARD} names",
                 s.name
             )));
         }
-        for id in ran {
-            if !plan.cases.contains(&id) {
+        for id in &s.ran {
+            if !plan.cases.contains(id) {
                 return Err(fail::usage(format!(
                     "{}: case '{id}' is not in the plan",
                     s.name
                 )));
             }
-            if let Some(before) = owner.insert(id.clone(), &s.name) {
+            if let Some(before) = owner.insert(id.clone(), s.name) {
                 return Err(fail::usage(format!(
                     "case '{id}' is in two shards: {before} and {}",
                     s.name

@@ -24,7 +24,9 @@ use crate::fail;
 pub use report::{run_problems, Report};
 
 pub mod audit;
+pub mod merge;
 mod options;
+pub mod seeds;
 mod validate;
 
 pub use options::{replay_command, Options, CONSUMERS_MAX, KILLS_MAX, TIMEOUT_MS_MAX};
@@ -76,6 +78,9 @@ pub fn run(
     o: &Options,
     command: Vec<String>,
 ) -> Result<i32> {
+    if o.runs > 1 || o.shard.is_some() {
+        return seeds::run(lab, profile, o, command);
+    }
     validate(lab, profile, o)?;
     if let Some(junit) = &o.junit {
         crate::junit::check_path(junit)?;
