@@ -205,7 +205,7 @@ fn merge_refuses_a_case_twice_a_case_missing_and_a_shard_that_does_not_audit() {
     refused(dir, &["s1"], "of the plan's");
     refused(dir, &["s1", "nowhere"], "nowhere is not a directory");
     std::fs::create_dir(dir.join("plain")).unwrap();
-    refused(dir, &["s1", "plain"], "plain is not an explore shard");
+    refused(dir, &["s1", "plain"], "plain is not a shard");
     // One byte changed in a shard's evidence: it no longer audits PASS.
     let result = std::fs::read_dir(dir.join("s2/cases/correct"))
         .unwrap()

@@ -182,7 +182,7 @@ pub enum Command {
     },
     /// Move the crash everywhere: every point, every hit, every variant, checked end to end
     Explore(crate::engine::explore::Args),
-    /// Join explore shards (`--shard`) into one run: one explore.json, matrix, report, verdict
+    /// Join explore or chaos shards (`--shard`) into one run: one report, verdict and audit
     Merge(crate::engine::explore::merge::Args),
     /// Print size, raw SHA-256 and logical SHA-256 (rows, not pages) of database files
     Digest {

@@ -20,16 +20,16 @@ use crate::fail;
 /// `crashlab merge DIR… --out DIR`
 #[derive(ClapArgs, Debug)]
 pub struct Args {
-    /// The shards' evidence directories (each written by `explore --shard`)
+    /// The shards' evidence directories (each written by `explore --shard` or `chaos --shard`)
     #[arg(required = true, value_name = "DIR")]
     pub dirs: Vec<PathBuf>,
     /// The merged run's directory (must not exist)
     #[arg(long, value_name = "DIR")]
     pub out: PathBuf,
-    /// Print the merged explore.json to stdout instead of the table
+    /// Print the merged explore.json (chaos: seeds.json) to stdout instead of the table
     #[arg(long)]
     pub json: bool,
-    /// Also write a JUnit XML report: one test case per case (as explore's --junit)
+    /// Also write a JUnit XML report: one test case per case (chaos: per seed)
     #[arg(long, value_name = "FILE")]
     pub junit: Option<PathBuf>,
 }

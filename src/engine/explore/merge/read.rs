@@ -128,7 +128,7 @@ pub fn check(shards: &[Shard], identity: &dyn Fn(&CaseResult) -> String) -> Resu
             ran: s.explore.cases.iter().map(identity).collect(),
         })
         .collect();
-    check_plans(&ran)
+    check_plans(&ran, ("case", "cases"))
 }
 
 /// A shard as `check_plans` sees it: its name, `shard.json`, and the identity lines of
@@ -140,8 +140,9 @@ pub struct Ran<'a> {
 }
 
 /// The shards are the buckets of one plan, each case (or seed) in exactly one: the refusal
-/// otherwise.
-pub fn check_plans(shards: &[Ran<'_>]) -> Result<()> {
+/// otherwise, naming them by `noun` (singular, plural).
+pub fn check_plans(shards: &[Ran<'_>], noun: (&str, &str)) -> Result<()> {
+    let (one, many) = noun;
     let first = &shards[0];
     let plan = &first.file.plan;
     for s in shards {
@@ -162,7 +163,7 @@ pub fn check_plans(shards: &[Ran<'_>]) -> Result<()> {
             Some("the lab's value differs".to_string())
         } else if other.cases != plan.cases || shard::fingerprint(&other.cases) != other.fingerprint
         {
-            Some("its case list is not its fingerprint's".to_string())
+            Some(format!("its {one} list is not its fingerprint's"))
         } else {
             None
         };
@@ -177,20 +178,20 @@ pub fn check_plans(shards: &[Ran<'_>]) -> Result<()> {
     for s in shards {
         if s.ran != s.file.cases {
             return Err(fail::usage(format!(
-                "{}: its evidence holds other cases than the ones {SHARD} names",
+                "{}: its evidence holds other {many} than the ones {SHARD} names",
                 s.name
             )));
         }
         for id in &s.ran {
             if !plan.cases.contains(id) {
                 return Err(fail::usage(format!(
-                    "{}: case '{id}' is not in the plan",
+                    "{}: {one} '{id}' is not in the plan",
                     s.name
                 )));
             }
             if let Some(before) = owner.insert(id.clone(), s.name) {
                 return Err(fail::usage(format!(
-                    "case '{id}' is in two shards: {before} and {}",
+                    "{one} '{id}' is in two shards: {before} and {}",
                     s.name
                 )));
             }
@@ -203,7 +204,7 @@ pub fn check_plans(shards: &[Ran<'_>]) -> Result<()> {
         .collect();
     if let Some(id) = missing.first() {
         return Err(fail::usage(format!(
-            "{} of the plan's {} cases are in no shard given (first: '{id}'); every shard is needed",
+            "{} of the plan's {} {many} are in no shard given (first: '{id}'); every shard is needed",
             missing.len(),
             plan.cases.len()
         )));

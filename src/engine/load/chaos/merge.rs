@@ -59,7 +59,7 @@ pub fn command(args: &Args, recorded: Vec<String>) -> Result<i32> {
             ran: s.study.seeds.iter().map(|x| x.identity.clone()).collect(),
         })
         .collect();
-    read::check_plans(&ran)?;
+    read::check_plans(&ran, ("seed", "seeds"))?;
     if let Some(junit) = &args.junit {
         crate::junit::check_path(junit)?;
     }

@@ -59,8 +59,8 @@ pub struct Options {
     /// Evidence directory (must not exist): processes.json, chaos.json, logs/, db/
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
-    /// Also write a JUnit XML report: one test case for the seed, failed with what was lost
-    /// or duplicated
+    /// Also write a JUnit XML report: one test case per seed, failed with what was lost or
+    /// duplicated
     #[arg(long, value_name = "FILE")]
     pub junit: Option<PathBuf>,
     /// power-loss: each kill moment kills every role and cuts the files (what was never
