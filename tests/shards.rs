@@ -298,8 +298,11 @@ fn seeds(study: &Value) -> (Vec<String>, String) {
 fn chaos_shards_merged_give_the_unsharded_seeds_and_verdict() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
-    let whole = chaos(dir, "whole", &[]);
+    let whole = chaos(dir, "whole", &["--json"]);
     assert_eq!(code(&whole), 0, "{}", stderr(&whole));
+    // --json: one document on stdout, the study's seeds.json.
+    let printed: Value = serde_json::from_str(&stdout(&whole)).expect("one JSON document");
+    assert_eq!(printed, json(&dir.join("whole/seeds.json")));
     for k in 1..=2 {
         let shard = format!("hash:{k}/2");
         let out = chaos(dir, &format!("s{k}"), &["--shard", &shard]);

@@ -212,7 +212,7 @@ pub fn run(
     }
     if o.json {
         crate::say!("{}", serde_json::to_string(&report)?);
-    } else {
+    } else if !o.quiet {
         report::print(lab, &report, &profile.summary(&report.check, &o.shape()));
     }
     Ok(if report.ok {

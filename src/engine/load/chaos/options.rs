@@ -67,6 +67,9 @@ pub struct Options {
     /// synced is lost, --cut, seeded by --seed); default: one role SIGKILLed, files kept
     #[arg(long, value_enum, value_name = "power-loss")]
     pub crash_mode: Option<CrashMode>,
+    /// A seed of a study under `--json`: no report on stdout (the study prints one document)
+    #[arg(skip)]
+    pub quiet: bool,
     #[command(flatten)]
     pub power: PowerArgs,
     #[command(flatten)]

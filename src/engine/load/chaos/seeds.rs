@@ -133,8 +133,7 @@ pub fn run(
             out.display()
         )));
     }
-    std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
-    let partial = out.clone();
+    std::fs::create_dir(out).with_context(|| format!("creating {}", out.display()))?;
     let written = (|| -> Result<Study> {
         let mut seeds = Vec::new();
         for (seed, identity) in &mine {
@@ -144,18 +143,19 @@ pub fn run(
                 runs: 1,
                 shard: None,
                 json: false,
+                quiet: o.json,
                 junit: None,
-                out: Some(partial.join(&dir)),
+                out: Some(out.join(&dir)),
                 ..o.clone()
             };
-            let recorded = evidence::recorded_path(&partial.join(&dir));
-            let code = super::run(lab, profile, &one, seed_command(&command, *seed, &recorded))?;
-            let chaos = read_chaos(&partial.join(&dir))?;
+            let recorded = evidence::recorded_path(&out.join(&dir));
+            super::run(lab, profile, &one, seed_command(&command, *seed, &recorded))?;
+            let chaos = read_chaos(&out.join(&dir))?;
             seeds.push(Seed {
                 seed: *seed,
                 dir,
                 identity: identity.clone(),
-                ok: code == fail::EXIT_OK && chaos.ok,
+                ok: chaos.ok,
                 lost: chaos.lost,
                 duplicated: chaos.duplicated,
                 wall_ms: chaos.wall_ms,
@@ -164,18 +164,18 @@ pub fn run(
         let mut full = vec!["crashlab".to_string()];
         full.extend(command.iter().cloned());
         let study = Study::new(lab.full_name(), full, seeds);
-        evidence::write_json(&partial, SEEDS, &study)?;
+        evidence::write_json(out, SEEDS, &study)?;
         if let Some(s) = o.shard {
             let ids = |v: &[(u64, String)]| v.iter().map(|(_, id)| id.clone()).collect();
-            shard::write(&partial, s, lab, ids(&all), ids(&mine))?;
+            shard::write(out, s, lab, ids(&all), ids(&mine))?;
         }
-        evidence::write_manifest(&partial)?;
+        evidence::write_manifest(out)?;
         Ok(study)
     })();
     let study = match written {
         Ok(study) => study,
         Err(e) => {
-            let _ = std::fs::remove_dir_all(&partial);
+            let _ = std::fs::remove_dir_all(out);
             return Err(e);
         }
     };
