@@ -43,6 +43,7 @@ mod statements;
 mod states;
 mod traced;
 mod tree;
+mod userlab;
 
 use std::path::Path;
 
@@ -121,7 +122,9 @@ pub fn audit(dir: &Path, strict_sources: bool) -> Report {
     if let Some(m) = &manifest {
         manifest::check_files(&mut report, &tree, m);
     }
-    if tree.has_file(EXPLORE) {
+    if tree.has_file(crate::labfile::evidence::RECORD) {
+        userlab::check(&mut report, &tree);
+    } else if tree.has_file(EXPLORE) {
         // An explore run: its files are checked against the manifest; the cases' verdicts
         // are not re-derived here (each case keeps its databases only when it broke).
         report.kind = "explore".to_string();
