@@ -9,7 +9,8 @@
 //! be that judgement field by field (results.rs); (5) the replay of the SQL history
 //! (replayed.rs); (6) database-files.json in the driver's order and consistent, kept databases
 //! by their rows (database.rs, kept.rs); (7) sources against the checkout. Fields no file can
-//! prove are listed as attested.
+//! prove are listed as attested. A lab file's run (labfile.json) has its own checks
+//! (userlab.rs).
 
 mod chaos;
 mod chaos_kept;
