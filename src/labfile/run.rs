@@ -75,6 +75,9 @@ pub struct StepRun {
 pub struct Found {
     pub invariant: String,
     pub anomaly: Anomaly,
+    /// Its query, as run.
+    #[serde(default)]
+    pub sql: String,
     pub rows: usize,
     pub examples: Vec<String>,
 }
@@ -345,6 +348,7 @@ pub fn invariants(dir: &Path, stores: &[StoreDef], all: &[InvariantDef]) -> Resu
         found.push(Found {
             invariant: inv.name.clone(),
             anomaly: inv.anomaly,
+            sql: inv.sql.clone(),
             rows: count,
             examples,
         });

@@ -203,7 +203,9 @@ fn check_run(report: &mut Report, tree: &Tree, lab: &UserLab, record: &Record, r
         Some(Ok(found)) => {
             for (inv, got) in lab.invariants.iter().zip(&found) {
                 let recorded = rec.run.found.iter().find(|f| f.invariant == inv.name);
-                if recorded.map(|r| (r.rows, &r.examples)) != Some((got.rows, &got.examples)) {
+                if recorded.map(|r| (r.rows, &r.examples, &r.sql))
+                    != Some((got.rows, &got.examples, &got.sql))
+                {
                     report.problem(
                         dir,
                         format!(
@@ -213,7 +215,13 @@ fn check_run(report: &mut Report, tree: &Tree, lab: &UserLab, record: &Record, r
                             store_files(&lab.stores),
                             got.rows,
                             got.examples,
-                            recorded.map_or("nothing".to_string(), |r| format!("{} rows {:?}", r.rows, r.examples))
+                            recorded.map_or("nothing".to_string(), |r| {
+                                let mut text = format!("{} rows {:?}", r.rows, r.examples);
+                                if r.sql != got.sql {
+                                    text.push_str(&format!(" of the query `{}`", r.sql));
+                                }
+                                text
+                            })
                         ),
                     );
                 }
