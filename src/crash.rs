@@ -48,7 +48,9 @@ impl Point {
 }
 
 /// How an armed point stops the process.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum, Serialize)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum, Serialize, serde::Deserialize,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Mode {
     /// `std::process::exit(73)`: runs libc's atexit handlers and flushes Rust's stdout.

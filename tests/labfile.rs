@@ -259,6 +259,21 @@ fn the_python_outbox_example_breaks_exactly_where_predicted() {
         ],
     );
     assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
+    let o = dir.path().join("o");
+    audit_passes(&o);
+    // A crashed step's exit changed in the record: its events still show the crash.
+    let record = o.join("labfile.json");
+    let mut value: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&record).unwrap()).unwrap();
+    let run = value["runs"]
+        .as_array_mut()
+        .unwrap()
+        .iter_mut()
+        .find(|r| r["dir"] == "mark-before-publish/two-orders/02-relay-relay.after-mark@1")
+        .unwrap();
+    run["run"]["steps"][1]["exit"] = 0.into();
+    std::fs::write(&record, serde_json::to_vec(&value).unwrap()).unwrap();
+    audit_fails(&o, "mark-before-publish/two-orders/02-relay-relay.after-mark@1: step relay: exit 0 recorded, but its events show the crash at relay.after-mark@1, which exits 73");
     let report: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
     let cases = report["cases"].as_array().unwrap();
     let broke: Vec<String> = cases
@@ -299,4 +314,60 @@ fn the_python_outbox_example_breaks_exactly_where_predicted() {
             );
         }
     }
+}
+
+fn audit_passes(dir: &Path) {
+    let out = crashlab(Path::new("."), &["audit", dir.to_str().unwrap()]);
+    assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
+    assert!(
+        stdout(&out).contains("PASS: lab file python-outbox"),
+        "{}",
+        stdout(&out)
+    );
+}
+
+fn audit_fails(dir: &Path, line: &str) {
+    let out = crashlab(Path::new("."), &["audit", dir.to_str().unwrap()]);
+    assert_eq!(code(&out), 1, "{}{}", stdout(&out), stderr(&out));
+    assert!(
+        stdout(&out).contains(line),
+        "no '{line}' in:\n{}",
+        stdout(&out)
+    );
+    assert!(stdout(&out).contains("FAIL: "), "{}", stdout(&out));
+}
+
+#[test]
+fn a_lab_file_run_audits_and_a_changed_store_or_exit_fails() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let dir = tempfile::tempdir().unwrap();
+    let run = |name: &str| {
+        let o = dir.path().join(name);
+        let args = ["driver", "examples/python-outbox/crashlab.toml", "--out"];
+        let out = crashlab(root, &[&args[..], &[o.to_str().unwrap()]].concat());
+        assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
+        audit_passes(&o);
+        o
+    };
+    // One SQL value changed in the stores the check step kept.
+    let o = run("sql");
+    let store = o.join("two-orders/06-check-effects.stores/consumer.db");
+    let db = rusqlite::Connection::open(&store).unwrap();
+    db.execute("UPDATE ledger SET amount = amount + 1 WHERE rowid = 1", [])
+        .unwrap();
+    drop(db);
+    audit_fails(&o, "two-orders/06-check-effects.stores/consumer.db: sha256");
+    audit_fails(&o, "check effects (query `SELECT sum(amount) FROM consumer.ledger`) on the kept stores app.db, broker.db, consumer.db gives 66, recorded 65");
+    // One recorded exit changed.
+    let o = run("exit");
+    let record = o.join("labfile.json");
+    let text = std::fs::read_to_string(&record).unwrap();
+    let mut value: serde_json::Value = serde_json::from_str(&text).unwrap();
+    value["runs"][0]["run"]["steps"][2]["exit"] = 1.into();
+    std::fs::write(&record, serde_json::to_vec(&value).unwrap()).unwrap();
+    audit_fails(&o, "two-orders: verdict 'ok' recorded, the evidence gives 'step consumer (role consumer): exit 1, expected 0'");
+    // A lab file's run is audited offline only: --rerun refuses it in one line.
+    let out = crashlab(root, &["audit", "--rerun", o.to_str().unwrap()]);
+    assert_eq!(code(&out), 2, "{}", stderr(&out));
+    assert_eq!(stderr(&out).lines().count(), 1, "{}", stderr(&out));
 }

@@ -87,6 +87,7 @@ fn resolve(file: FileLab, path: &Path, dir: &Path) -> Checked<UserLab> {
             name: name.clone(),
             file: sqlite.get_ref().clone(),
             schema,
+            schema_file: store.get_ref().schema.as_ref().map(|s| s.get_ref().clone()),
         });
     }
     let mut roles = Vec::new();

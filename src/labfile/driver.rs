@@ -3,9 +3,12 @@
 
 use anyhow::Result;
 
+use super::evidence::{self, RunRecord};
 use super::explore::{designs, names, out_dir, step_faults, Options};
+use super::run::ScenarioRun;
 use super::run::{self, Arm, Setup};
-use super::{StepDef, UserLab};
+use super::{DesignDef, ScenarioDef, StepDef, UserLab};
+use crate::crash::Mode;
 use crate::engine::jepsen::Anomaly;
 use crate::fail;
 
@@ -21,6 +24,7 @@ pub fn driver(lab: &UserLab, options: &Options) -> Result<i32> {
         timeout: options.timeout,
     };
     let mut code = fail::EXIT_OK;
+    let mut runs = Vec::new();
     crate::say!(
         "{:<18} {:>6} {:>5} {:>8}  state",
         "step",
@@ -62,25 +66,8 @@ pub fn driver(lab: &UserLab, options: &Options) -> Result<i32> {
                 step.wall_ms
             );
         }
-        // One arm per crashing step: the predictions of each count.
-        let mut predicted: Vec<Anomaly> = arms
-            .iter()
-            .flat_map(|a| {
-                design
-                    .predict
-                    .iter()
-                    .filter(|p| p.covers(&a.1, a.2, options.mode))
-                    .flat_map(|p| p.anomalies.clone())
-            })
-            .collect();
-        predicted.sort_by_key(|a| a.name());
-        predicted.dedup();
-        let verdict = step_faults(scenario, &ran, &arms, options.mode, true);
         let found = ran.anomalies();
-        let verdict = verdict.unwrap_or_else(|| match found == predicted {
-            true => "ok".into(),
-            false => format!("predicted {}, found {}", names(&predicted), names(&found)),
-        });
+        let verdict = verdict(design, scenario, &ran, &arms, options.mode);
         crate::say!(
             "scenario {}: {} (anomalies {})",
             scenario.name,
@@ -90,7 +77,16 @@ pub fn driver(lab: &UserLab, options: &Options) -> Result<i32> {
         if verdict != "ok" {
             code = fail::EXIT_FAILED;
         }
+        runs.push(RunRecord {
+            dir: scenario.name.clone(),
+            design: design.name.clone(),
+            scenario: scenario.name.clone(),
+            arms,
+            run: ran,
+            verdict,
+        });
     }
+    evidence::write(lab, &out, "driver", options.mode, runs)?;
     let word = if code == fail::EXIT_OK {
         "PASS"
     } else {
@@ -103,4 +99,34 @@ pub fn driver(lab: &UserLab, options: &Options) -> Result<i32> {
         out.display()
     );
     Ok(code)
+}
+
+/// A driver scenario's verdict: `ok`, or its first step fault, or its anomalies against the
+/// design's predictions at every arm.
+pub fn verdict(
+    design: &DesignDef,
+    scenario: &ScenarioDef,
+    ran: &ScenarioRun,
+    arms: &[Arm],
+    mode: Mode,
+) -> String {
+    // One arm per crashing step: the predictions of each count.
+    let mut predicted: Vec<Anomaly> = arms
+        .iter()
+        .flat_map(|a| {
+            design
+                .predict
+                .iter()
+                .filter(|p| p.covers(&a.1, a.2, mode))
+                .flat_map(|p| p.anomalies.clone())
+        })
+        .collect();
+    predicted.sort_by_key(|a| a.name());
+    predicted.dedup();
+    let verdict = step_faults(scenario, ran, arms, mode, true);
+    let found = ran.anomalies();
+    verdict.unwrap_or_else(|| match found == predicted {
+        true => "ok".into(),
+        false => format!("predicted {}, found {}", names(&predicted), names(&found)),
+    })
 }

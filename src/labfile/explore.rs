@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use anyhow::Result;
 use serde::Serialize;
 
+use super::evidence::{self, RunRecord};
 use super::run::{self, Arm, ScenarioRun, Setup};
 use super::{DesignDef, StepDef, UserLab};
 use crate::crash::Mode;
@@ -137,7 +138,7 @@ pub(super) fn step_faults(
 }
 
 /// Judge one run: what was found against what the design predicts at its arm.
-fn judge(
+pub fn judge(
     lab: &UserLab,
     design: &DesignDef,
     scenario: &super::ScenarioDef,
@@ -194,6 +195,7 @@ pub fn explore(lab: &UserLab, options: &Options) -> Result<i32> {
     let began = Instant::now();
     let mut cases: Vec<Case> = Vec::new();
     let mut announced_at: Vec<(String, String)> = Vec::new();
+    let mut runs: Vec<RunRecord> = Vec::new();
     for design in &chosen {
         let setup = Setup {
             lab,
@@ -206,6 +208,14 @@ pub fn explore(lab: &UserLab, options: &Options) -> Result<i32> {
             let ran = run::scenario(&setup, scenario, &base.join("no-crash"), &[])?;
             let (found, predicted, verdict) =
                 judge(lab, design, scenario, &ran, None, options.mode);
+            runs.push(RunRecord {
+                dir: rel(&out, &base.join("no-crash")),
+                design: design.name.clone(),
+                scenario: scenario.name.clone(),
+                arms: Vec::new(),
+                run: ran.clone(),
+                verdict: verdict.clone(),
+            });
             cases.push(Case {
                 design: design.name.clone(),
                 scenario: scenario.name.clone(),
@@ -233,6 +243,14 @@ pub fn explore(lab: &UserLab, options: &Options) -> Result<i32> {
                 let ran = run::scenario(&setup, scenario, &dir, std::slice::from_ref(&arm))?;
                 let (found, predicted, verdict) =
                     judge(lab, design, scenario, &ran, Some(&arm), options.mode);
+                runs.push(RunRecord {
+                    dir: rel(&out, &dir),
+                    design: design.name.clone(),
+                    scenario: scenario.name.clone(),
+                    arms: vec![arm.clone()],
+                    run: ran,
+                    verdict: verdict.clone(),
+                });
                 announced_at.push((design.name.clone(), arm.1.clone()));
                 cases.push(Case {
                     design: design.name.clone(),
@@ -278,6 +296,7 @@ pub fn explore(lab: &UserLab, options: &Options) -> Result<i32> {
     let text = serde_json::to_string_pretty(&report)?;
     std::fs::write(out.join("explore.json"), &text)
         .map_err(|e| fail::io(format!("writing explore.json: {e}")))?;
+    evidence::write(lab, &out, "explore", options.mode, runs)?;
     if options.json {
         crate::say!("{text}");
         return Ok(code);

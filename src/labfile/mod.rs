@@ -5,6 +5,7 @@
 
 mod check;
 pub mod driver;
+pub mod evidence;
 pub mod explore;
 pub mod run;
 mod schema;
@@ -47,6 +48,8 @@ pub struct StoreDef {
     pub file: String,
     /// The SQL that creates it before each scenario.
     pub schema: Option<String>,
+    /// Its schema's file, as the lab file names it (beside the lab file).
+    pub schema_file: Option<String>,
 }
 
 #[derive(Debug, Clone)]

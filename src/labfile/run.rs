@@ -6,7 +6,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::{DesignDef, InvariantDef, ScenarioDef, StepDef, StoreDef, UserLab};
 use crate::crash::Mode;
@@ -50,10 +50,13 @@ pub fn attach(dir: &Path, stores: &[StoreDef], make: bool) -> Result<rusqlite::C
 }
 
 /// How one role step ended, from its exit and its events.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StepRun {
     pub name: String,
     pub role: String,
+    /// The command line it ran (empty for a check step).
+    #[serde(default)]
+    pub argv: Vec<String>,
     pub exit: i32,
     pub timed_out: bool,
     pub wall_ms: f64,
@@ -68,15 +71,18 @@ pub struct StepRun {
 }
 
 /// What an invariant's query found after the scenario.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Found {
     pub invariant: String,
     pub anomaly: Anomaly,
+    /// Its query, as run.
+    #[serde(default)]
+    pub sql: String,
     pub rows: usize,
     pub examples: Vec<String>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ScenarioRun {
     pub steps: Vec<StepRun>,
     pub found: Vec<Found>,
@@ -126,7 +132,10 @@ pub fn scenario(
             StepDef::Run { name, role, .. } => {
                 run_role(setup, &dir, i, name, role, arm.map(|a| (&a.1, a.2)))?
             }
-            StepDef::Check { name, check } => read_check(setup.lab, &dir, name, check),
+            StepDef::Check { name, check } => {
+                keep_stores(&dir, &setup.lab.stores, &dir.join(stores_dir(i, name)))?;
+                read_check(setup.lab, &dir, name, check)
+            }
         });
     }
     let (found, unreadable) = match invariants(&dir, &setup.lab.stores, &setup.lab.invariants) {
@@ -181,7 +190,7 @@ fn run_role(
     arm: Option<(&String, u32)>,
 ) -> Result<StepRun> {
     let argv = argv(setup.lab, setup.design, role, dir);
-    let stem = format!("{:02}-{name}", index + 1);
+    let stem = stem(index, name);
     let (out, err) = (
         dir.join(format!("{stem}.stdout.txt")),
         dir.join(format!("{stem}.stderr.txt")),
@@ -203,6 +212,7 @@ fn run_role(
     let mut run = StepRun {
         name: name.to_string(),
         role: role.to_string(),
+        argv: argv.clone(),
         exit: ended.exit,
         timed_out: ended.timed_out,
         wall_ms: ended.wall_ms,
@@ -226,13 +236,14 @@ fn run_role(
 /// The points and crash a step announced; a line that is not an event of the protocol is a
 /// fault of the role, recorded, never a panic.
 fn read_events(path: &Path, run: &mut StepRun) {
-    let text = match crate::common::read_plain(path, crate::events::EVENTS_BYTES_MAX) {
-        Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
-        Err(e) => {
-            run.faults.push(format!("its events file: {e:#}"));
-            return;
-        }
-    };
+    match crate::common::read_plain(path, crate::events::EVENTS_BYTES_MAX) {
+        Ok(bytes) => parse_events(&String::from_utf8_lossy(&bytes), run),
+        Err(e) => run.faults.push(format!("its events file: {e:#}")),
+    }
+}
+
+/// The points, crash and faults of an events file's text, added to `run`.
+pub fn parse_events(text: &str, run: &mut StepRun) {
     if !text.is_empty() && !text.ends_with('\n') {
         run.faults
             .push("its last events line is torn (no newline)".into());
@@ -248,23 +259,41 @@ fn read_events(path: &Path, run: &mut StepRun) {
     }
 }
 
+/// The files of step `index` in a scenario's directory: `NN-name`.
+pub fn stem(index: usize, name: &str) -> String {
+    format!("{:02}-{name}", index + 1)
+}
+
+/// Where a check step keeps the stores it read: `NN-name.stores`.
+pub fn stores_dir(index: usize, name: &str) -> String {
+    format!("{}.stores", stem(index, name))
+}
+
+/// The suffixes of a SQLite store's files: itself, its journal, its WAL and shared memory.
+pub const STORE_SUFFIXES: [&str; 4] = ["", "-journal", "-wal", "-shm"];
+
+/// Copy every file of every store in `dir` into the new directory `to`.
+fn keep_stores(dir: &Path, stores: &[StoreDef], to: &Path) -> Result<()> {
+    std::fs::create_dir_all(to).with_context(|| format!("creating {}", to.display()))?;
+    for store in stores {
+        for suffix in STORE_SUFFIXES {
+            let name = format!("{}{suffix}", store.file);
+            if dir.join(&name).is_file() {
+                std::fs::copy(dir.join(&name), to.join(&name))
+                    .with_context(|| format!("keeping store '{}'", store.name))?;
+            }
+        }
+    }
+    Ok(())
+}
+
 fn read_check(lab: &UserLab, dir: &Path, name: &str, check: &str) -> StepRun {
     let def = lab.check(check).expect("a validated step names a check");
-    let got = attach(dir, &lab.stores, false).and_then(|conn| {
-        conn.query_row(&def.sql, [], |row| row.get::<_, rusqlite::types::Value>(0))
-            .map_err(anyhow::Error::from)
-    });
-    let got = match got {
-        Ok(rusqlite::types::Value::Integer(i)) => i.to_string(),
-        Ok(rusqlite::types::Value::Text(t)) => t,
-        Ok(rusqlite::types::Value::Real(r)) => r.to_string(),
-        Ok(rusqlite::types::Value::Null) => "NULL".into(),
-        Ok(rusqlite::types::Value::Blob(_)) => "a blob".into(),
-        Err(e) => format!("error: {e:#}"),
-    };
+    let got = check_value(dir, &lab.stores, &def.sql);
     StepRun {
         name: name.to_string(),
         role: format!("check {check}"),
+        argv: Vec::new(),
         exit: i32::from(got != def.expect),
         timed_out: false,
         wall_ms: 0.0,
@@ -275,8 +304,24 @@ fn read_check(lab: &UserLab, dir: &Path, name: &str, check: &str) -> StepRun {
     }
 }
 
+/// A check's query on the stores in `dir`: the first column of its first row, as text.
+pub fn check_value(dir: &Path, stores: &[StoreDef], sql: &str) -> String {
+    let got = attach(dir, stores, false).and_then(|conn| {
+        conn.query_row(sql, [], |row| row.get::<_, rusqlite::types::Value>(0))
+            .map_err(anyhow::Error::from)
+    });
+    match got {
+        Ok(rusqlite::types::Value::Integer(i)) => i.to_string(),
+        Ok(rusqlite::types::Value::Text(t)) => t,
+        Ok(rusqlite::types::Value::Real(r)) => r.to_string(),
+        Ok(rusqlite::types::Value::Null) => "NULL".into(),
+        Ok(rusqlite::types::Value::Blob(_)) => "a blob".into(),
+        Err(e) => format!("error: {e:#}"),
+    }
+}
+
 /// Every invariant's query on the stores: its rows are its anomalies.
-fn invariants(dir: &Path, stores: &[StoreDef], all: &[InvariantDef]) -> Result<Vec<Found>> {
+pub fn invariants(dir: &Path, stores: &[StoreDef], all: &[InvariantDef]) -> Result<Vec<Found>> {
     let conn = attach(dir, stores, false)?;
     let mut found = Vec::new();
     for inv in all {
@@ -303,6 +348,7 @@ fn invariants(dir: &Path, stores: &[StoreDef], all: &[InvariantDef]) -> Result<V
         found.push(Found {
             invariant: inv.name.clone(),
             anomaly: inv.anomaly,
+            sql: inv.sql.clone(),
             rows: count,
             examples,
         });

@@ -238,6 +238,13 @@ pub fn run(command: Command) -> Result<i32> {
             Ok(fail::EXIT_OK)
         }
         Command::Audit {
+            dir, rerun: true, ..
+        } if dir.join(crate::labfile::evidence::RECORD).exists() => Err(fail::usage(format!(
+            "audit --rerun {}: a lab file's run is audited offline only (crashlab audit {})",
+            dir.display(),
+            dir.display()
+        ))),
+        Command::Audit {
             dir,
             json,
             strict_sources,

@@ -9,7 +9,8 @@
 //! be that judgement field by field (results.rs); (5) the replay of the SQL history
 //! (replayed.rs); (6) database-files.json in the driver's order and consistent, kept databases
 //! by their rows (database.rs, kept.rs); (7) sources against the checkout. Fields no file can
-//! prove are listed as attested.
+//! prove are listed as attested. A lab file's run (labfile.json) has its own checks
+//! (userlab.rs).
 
 mod chaos;
 mod chaos_kept;
@@ -44,6 +45,7 @@ mod statements;
 mod states;
 mod traced;
 mod tree;
+mod userlab;
 
 use std::path::Path;
 
@@ -122,7 +124,9 @@ pub fn audit(dir: &Path, strict_sources: bool) -> Report {
     if let Some(m) = &manifest {
         manifest::check_files(&mut report, &tree, m);
     }
-    if tree.has_file(EXPLORE) {
+    if tree.has_file(crate::labfile::evidence::RECORD) {
+        userlab::check(&mut report, &tree);
+    } else if tree.has_file(EXPLORE) {
         // An explore run: its files are checked against the manifest; the cases' verdicts
         // are not re-derived here (each case keeps its databases only when it broke).
         report.kind = "explore".to_string();

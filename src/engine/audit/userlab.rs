@@ -1,0 +1,298 @@
+//! The audit of a lab file's `driver` or `explore` run (labfile.json): the lab file's copy
+//! parses and is the one recorded; each role step's events give the points and crash
+//! recorded, and a crash's exit is its crash mode's code; each check and invariant query,
+//! re-run offline on the kept stores, gives the value and rows recorded; each verdict,
+//! judged again from all that, is the one recorded.
+
+use std::path::Path;
+
+use super::tree::{plain, Tree};
+use super::Report;
+use crate::labfile::evidence::{self, Record, RunRecord, COPY, COPY_DIR, RECORD};
+use crate::labfile::run::{self, StepRun, STORE_SUFFIXES};
+use crate::labfile::{driver, explore, StepDef, StoreDef, UserLab};
+
+pub(super) fn check(report: &mut Report, tree: &Tree) {
+    report.kind = "lab file".to_string();
+    let Some(record) = tree.json::<Record>(report, RECORD) else {
+        return;
+    };
+    let Some(text) = tree.text(report, COPY) else {
+        return;
+    };
+    if evidence::lab_sha256(&text) != record.lab_sha256 {
+        report.problem(
+            COPY,
+            format!(
+                "sha256 {} differs from {RECORD} ({})",
+                evidence::lab_sha256(&text),
+                record.lab_sha256
+            ),
+        );
+    }
+    let Some(lab) = parse_copy(report, tree) else {
+        return;
+    };
+    report.lab = Some(lab.id.clone());
+    let (mut steps, mut crashes) = (0, 0);
+    for rec in &record.runs {
+        check_run(report, tree, &lab, &record, rec);
+        steps += rec.run.steps.len();
+        crashes += rec.run.steps.iter().filter(|s| s.crashed.is_some()).count();
+    }
+    report.processes = steps;
+    report.crashes = crashes;
+    report.summary = format!(
+        "lab file {} ({}), {}, {}, {}, checks and invariants re-run on the kept stores, verdicts, hashes",
+        lab.id,
+        record.kind,
+        crate::out::plural(record.runs.len(), "scenario run", "scenario runs"),
+        crate::out::plural(steps, "step", "steps"),
+        crate::out::plural(crashes, "crash", "crashes"),
+    );
+}
+
+/// The lab file's copy, with the schema files beside it, validated as `lab check` validates
+/// it.
+fn parse_copy(report: &mut Report, tree: &Tree) -> Option<UserLab> {
+    let parsed = tempfile::tempdir()
+        .map_err(anyhow::Error::from)
+        .and_then(|tmp| {
+            let prefix = format!("{COPY_DIR}/");
+            for rel in tree.files().filter(|r| r.starts_with(&prefix)) {
+                let to = tmp.path().join(rel);
+                if let Some(parent) = to.parent() {
+                    std::fs::create_dir_all(parent)?;
+                }
+                std::fs::write(&to, tree.get(rel).unwrap_or_default())?;
+            }
+            crate::labfile::load(&tmp.path().join(COPY))
+        });
+    match parsed {
+        Ok(lab) => Some(lab),
+        Err(e) => {
+            let why = format!("{e:#}");
+            let why = why
+                .rsplit_once("crashlab.toml:")
+                .map_or(why.as_str(), |w| w.1);
+            report.problem(
+                COPY,
+                format!("does not parse as a lab file: {}", why.trim()),
+            );
+            None
+        }
+    }
+}
+
+fn check_run(report: &mut Report, tree: &Tree, lab: &UserLab, record: &Record, rec: &RunRecord) {
+    let dir = rec.dir.as_str();
+    if !plain(dir) {
+        report.problem(
+            RECORD,
+            format!("run directory '{dir}' leaves the evidence directory"),
+        );
+        return;
+    }
+    let Some(scenario) = lab.scenarios.iter().find(|s| s.name == rec.scenario) else {
+        report.problem(
+            RECORD,
+            format!("{dir}: the lab file has no scenario '{}'", rec.scenario),
+        );
+        return;
+    };
+    let Some(design) = lab.designs.iter().find(|d| d.name == rec.design) else {
+        report.problem(
+            RECORD,
+            format!("{dir}: the lab file has no design '{}'", rec.design),
+        );
+        return;
+    };
+    if scenario.steps.len() != rec.run.steps.len() {
+        report.problem(
+            RECORD,
+            format!(
+                "{dir}: {} steps recorded, scenario {} has {}",
+                rec.run.steps.len(),
+                scenario.name,
+                scenario.steps.len()
+            ),
+        );
+        return;
+    }
+    let mode = record.mode;
+    let mut derived = rec.run.clone();
+    for (i, (def, step)) in scenario
+        .steps
+        .iter()
+        .zip(derived.steps.iter_mut())
+        .enumerate()
+    {
+        let at = format!("{dir}/{}", run::stem(i, def.name()));
+        match def {
+            StepDef::Run { .. } => {
+                let events = format!("{at}.events.jsonl");
+                tree.bytes(report, &format!("{at}.stdout.txt"));
+                let Some(bytes) = tree.bytes(report, &events) else {
+                    continue;
+                };
+                let mut seen = StepRun {
+                    points: Vec::new(),
+                    crashed: None,
+                    faults: Vec::new(),
+                    ..step.clone()
+                };
+                run::parse_events(&String::from_utf8_lossy(bytes), &mut seen);
+                if seen.points != step.points || seen.crashed != step.crashed {
+                    report.problem(
+                        &events,
+                        format!(
+                            "step {}: {RECORD} records points {:?} and crash {:?}, its events give {:?} and {:?}",
+                            step.name, step.points, step.crashed, seen.points, seen.crashed
+                        ),
+                    );
+                }
+                if let Some((point, hit)) = &seen.crashed {
+                    if step.exit != mode.expected_exit() {
+                        report.problem(
+                            RECORD,
+                            format!(
+                                "{dir}: step {}: exit {} recorded, but its events show the crash at {point}@{hit}, which exits {} in crash mode {}",
+                                step.name,
+                                step.exit,
+                                mode.expected_exit(),
+                                mode.name()
+                            ),
+                        );
+                    }
+                }
+                step.points = seen.points;
+                step.crashed = seen.crashed;
+            }
+            StepDef::Check { check, .. } => {
+                let Some(def) = lab.check(check) else {
+                    continue;
+                };
+                let kept = format!("{dir}/{}", run::stores_dir(i, &step.name));
+                let Some(value) = on_kept(report, tree, &kept, &lab.stores, |d| {
+                    run::check_value(d, &lab.stores, &def.sql)
+                }) else {
+                    continue;
+                };
+                let recorded = step.check.as_ref().map(|c| c.0.as_str());
+                if recorded != Some(value.as_str()) {
+                    report.problem(
+                        &kept,
+                        format!(
+                            "step {}: check {check} (query `{}`) on the kept stores {} gives {value}, recorded {}",
+                            step.name,
+                            def.sql,
+                            store_files(&lab.stores),
+                            recorded.unwrap_or("nothing")
+                        ),
+                    );
+                }
+                step.exit = i32::from(value != def.expect);
+                step.check = Some((value, def.expect.clone()));
+            }
+        }
+    }
+    let found = on_kept(report, tree, dir, &lab.stores, |d| {
+        run::invariants(d, &lab.stores, &lab.invariants).map_err(|e| format!("{e:#}"))
+    });
+    match found {
+        Some(Ok(found)) => {
+            for (inv, got) in lab.invariants.iter().zip(&found) {
+                let recorded = rec.run.found.iter().find(|f| f.invariant == inv.name);
+                if recorded.map(|r| (r.rows, &r.examples, &r.sql))
+                    != Some((got.rows, &got.examples, &got.sql))
+                {
+                    report.problem(
+                        dir,
+                        format!(
+                            "invariant {} (query `{}`) on the kept stores {} gives {} rows {:?}, recorded {}",
+                            inv.name,
+                            inv.sql,
+                            store_files(&lab.stores),
+                            got.rows,
+                            got.examples,
+                            recorded.map_or("nothing".to_string(), |r| {
+                                let mut text = format!("{} rows {:?}", r.rows, r.examples);
+                                if r.sql != got.sql {
+                                    text.push_str(&format!(" of the query `{}`", r.sql));
+                                }
+                                text
+                            })
+                        ),
+                    );
+                }
+            }
+            derived.found = found;
+        }
+        Some(Err(e)) if rec.run.unreadable.is_none() => {
+            report.problem(
+                dir,
+                format!("the invariants cannot be read on the kept stores: {e}"),
+            );
+        }
+        _ => {}
+    }
+    let verdict = match record.kind.as_str() {
+        "driver" => driver::verdict(design, scenario, &derived, &rec.arms, mode),
+        _ => explore::judge(lab, design, scenario, &derived, rec.arms.first(), mode).2,
+    };
+    if verdict != rec.verdict {
+        report.problem(
+            RECORD,
+            format!(
+                "{dir}: verdict '{}' recorded, the evidence gives '{verdict}'",
+                rec.verdict
+            ),
+        );
+    }
+}
+
+fn store_files(stores: &[StoreDef]) -> String {
+    stores
+        .iter()
+        .map(|s| s.file.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Run `read` on a copy of the stores kept under `prefix`, in a temporary directory.
+fn on_kept<T>(
+    report: &mut Report,
+    tree: &Tree,
+    prefix: &str,
+    stores: &[StoreDef],
+    read: impl FnOnce(&Path) -> T,
+) -> Option<T> {
+    let tmp = match tempfile::tempdir() {
+        Ok(t) => t,
+        Err(e) => {
+            report.problem(
+                prefix,
+                format!("cannot make a directory to read its stores: {e}"),
+            );
+            return None;
+        }
+    };
+    for store in stores {
+        for suffix in STORE_SUFFIXES {
+            let name = format!("{}{suffix}", store.file);
+            if let Some(bytes) = tree.get(&format!("{prefix}/{name}")) {
+                if let Err(e) = std::fs::write(tmp.path().join(&name), bytes) {
+                    report.problem(prefix, format!("cannot copy {name} to read it: {e}"));
+                    return None;
+                }
+            } else if suffix.is_empty() {
+                report.problem(
+                    &format!("{prefix}/{name}"),
+                    format!("store '{}' is not kept", store.name),
+                );
+                return None;
+            }
+        }
+    }
+    Some(read(tmp.path()))
+}

@@ -1,0 +1,100 @@
+//! The evidence of a lab file's `driver` or `explore`: the lab file copied in, `labfile.json`
+//! (its SHA-256, crashlab's version, the command, and every scenario run: each step's argv,
+//! exit, points and crash, each check's value, each invariant's rows, the verdict), and the
+//! engine's `manifest.json` over every file. `crashlab audit` re-checks it offline.
+
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use serde::{Deserialize, Serialize};
+
+use super::run::{Arm, ScenarioRun};
+use super::UserLab;
+use crate::crash::Mode;
+use crate::engine::evidence;
+
+/// The record of a lab file's run; its presence marks the evidence directory as one.
+pub const RECORD: &str = "labfile.json";
+/// The lab file as it was read, copied in, with the schema files it names beside it.
+pub const COPY: &str = "lab/crashlab.toml";
+/// The directory of the lab file's copy.
+pub const COPY_DIR: &str = "lab";
+
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Record {
+    pub version: String,
+    pub command: Vec<String>,
+    /// `driver` or `explore`.
+    pub kind: String,
+    /// The lab file as given, and the SHA-256 of its copy.
+    pub lab_file: String,
+    pub lab_sha256: String,
+    pub mode: Mode,
+    pub runs: Vec<RunRecord>,
+}
+
+/// One scenario run: in which directory, design and arms, what it did, and its verdict.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct RunRecord {
+    pub dir: String,
+    pub design: String,
+    pub scenario: String,
+    pub arms: Vec<Arm>,
+    pub run: ScenarioRun,
+    pub verdict: String,
+}
+
+fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::{Digest, Sha256};
+    crate::common::hex(&Sha256::digest(bytes))
+}
+
+/// The SHA-256 of a lab file's text, as the record holds it.
+pub fn lab_sha256(text: &str) -> String {
+    sha256_hex(text.as_bytes())
+}
+
+/// Write the lab file's copy, `labfile.json` and, last, `manifest.json` into `out`.
+pub fn write(
+    lab: &UserLab,
+    out: &Path,
+    kind: &str,
+    mode: Mode,
+    runs: Vec<RunRecord>,
+) -> Result<()> {
+    let text = std::fs::read_to_string(&lab.path)
+        .with_context(|| format!("reading {} again", lab.path.display()))?;
+    std::fs::create_dir_all(out.join(COPY_DIR)).with_context(|| format!("creating {COPY_DIR}"))?;
+    std::fs::write(out.join(COPY), &text).with_context(|| format!("writing {COPY}"))?;
+    for (store, file) in lab
+        .stores
+        .iter()
+        .filter_map(|s| Some((s, s.schema_file.as_deref()?)))
+    {
+        // A schema outside the lab file's directory is not copied: the audit says so.
+        if file
+            .split('/')
+            .any(|part| part.is_empty() || part == "." || part == "..")
+        {
+            continue;
+        }
+        let to = out.join(COPY_DIR).join(file);
+        if let Some(parent) = to.parent() {
+            std::fs::create_dir_all(parent)?;
+        }
+        std::fs::write(&to, store.schema.as_deref().unwrap_or_default())
+            .with_context(|| format!("copying the schema of store '{}'", store.name))?;
+    }
+    let record = Record {
+        version: env!("CARGO_PKG_VERSION").to_string(),
+        command: std::env::args().collect(),
+        kind: kind.to_string(),
+        lab_file: lab.path.display().to_string(),
+        lab_sha256: lab_sha256(&text),
+        mode,
+        runs,
+    };
+    evidence::write_json(out, RECORD, &record)?;
+    evidence::write_manifest(out)?;
+    Ok(())
+}
