@@ -62,6 +62,10 @@ fn speaks_the_protocol(make: &dyn Fn() -> Command, dir: &Path) {
     // A point never named at its hit: no crash.
     let (code, events) = run(make(), dir, Some("a.step@4"), "exit");
     assert_eq!((code, events.len()), (0, 3));
+    // A name without @HIT is its first hit.
+    let (code, events) = run(make(), dir, Some("a.step"), "exit");
+    assert_eq!((code, events.len()), (73, 2), "{events:?}");
+    assert_eq!(events[0], point(1));
 }
 
 #[test]
