@@ -15,7 +15,7 @@ shift
 # The build shows cargo's progress: a first build compiles the bundled SQLite, which is
 # most of its time, and a silent minute reads as a hang.
 if [ ! -x "$repo/target/release/crashlab" ]; then
-  echo "run-lab.sh: first build: cargo compiles crashlab and the SQLite it bundles; this takes a minute or two" >&2
+  echo "run-lab.sh: first build: cargo compiles crashlab and the SQLite it bundles; this takes 2-3 minutes on two cores" >&2
 fi
 (cd "$repo" && cargo build --release --locked)
 case " $* " in
