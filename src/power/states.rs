@@ -249,7 +249,10 @@ pub fn enumerate(acts: &[Act], bounds: Bounds) -> Space {
     }
     let known: usize = tiers.iter().map(Vec::len).sum();
     let total = if listed { known as f64 } else { upper };
-    let bounded = total > bounds.max_states as f64;
+    // Past `LISTED_MAX` the states are drawn, not listed: the set is a sample of a space
+    // known only by an upper bound, so it is bounded even when the bound exceeds that upper
+    // bound (a `--max-states` above `LISTED_MAX`): never reported complete.
+    let bounded = !listed || total > bounds.max_states as f64;
     let mut states: Vec<Vec<Fate>> = Vec::with_capacity(bounds.max_states.min(known));
     for (t, mut tier) in tiers.into_iter().enumerate() {
         let room = bounds.max_states - states.len();

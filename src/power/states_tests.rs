@@ -178,3 +178,31 @@ fn past_the_bound_the_prefixes_come_first_then_a_seeded_order_and_it_says_bounde
     assert_eq!(tiny.states.len(), 3);
     assert_eq!(tiny.states[0], vec![D; 60]);
 }
+
+#[test]
+fn a_space_too_large_to_list_is_bounded_even_under_a_larger_max_states() {
+    // 46 one-sector writes in two files: 277 states per file, 76,729 in their product, more
+    // than `LISTED_MAX`, so the states are drawn; a `--max-states` above that count must
+    // still say bounded, since draws that repeat leave some states out.
+    let acts: Vec<Act> = (0..46)
+        .map(|j| Act {
+            file: j % 2,
+            sectors: 1,
+        })
+        .collect();
+    let space = enumerate(
+        &acts,
+        Bounds {
+            max_states: 100_000,
+            ..BOUNDS
+        },
+    );
+    assert!(space.total > LISTED_MAX && space.total < 100_000.0);
+    assert!(!space.exact);
+    assert!(space.bounded, "a drawn sample reported complete");
+    assert!(
+        space.describe().ends_with("(bounded)"),
+        "{}",
+        space.describe()
+    );
+}
