@@ -7,7 +7,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::Child;
 
-use common::{code, crashlab, json, junit, stderr, stdout, BIN};
+use common::{code, crashlab, forge_json, json, junit, stderr, stdout, BIN};
 use serde_json::Value;
 
 /// Start `explore 14 ARGS --shard hash:K/N --out sK` for every K at once, as N CI jobs.
@@ -216,6 +216,35 @@ fn merge_refuses_a_case_twice_a_case_missing_and_a_shard_that_does_not_audit() {
     text.push(' ');
     std::fs::write(&result, text).unwrap();
     refused(dir, &["s1", "s2"], "s2 does not audit PASS");
+}
+
+#[test]
+fn merge_refuses_an_out_inside_a_shard_and_a_case_evidence_outside_its_own_directory() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    small(dir, "correct");
+    // The merged run inside a shard would write into what it reads.
+    let out = crashlab(dir, &["merge", "s1", "s2", "--out", "s1/inner"]);
+    assert_eq!(code(&out), 2, "{}", stderr(&out));
+    assert!(stderr(&out).contains("are nested"), "{}", stderr(&out));
+    assert_eq!(stderr(&out).trim_end().lines().count(), 1);
+    assert!(!dir.join("s1/inner").exists() && !dir.join("s1/inner.partial").exists());
+    let audit = crashlab(dir, &["audit", "s1"]);
+    assert_eq!(code(&audit), 0, "{}", stdout(&audit));
+    // A case whose evidence path leaves the shard, re-hashed: merge copies nothing from it.
+    let mut explore = json(&dir.join("s2/explore.json"));
+    explore["cases"][0]["evidence"] = Value::String("../planted".into());
+    forge_json(&dir.join("s2"), "explore.json", &explore);
+    std::fs::create_dir(dir.join("planted")).unwrap();
+    std::fs::write(dir.join("planted/x.txt"), "not evidence").unwrap();
+    let out = crashlab(dir, &["merge", "s1", "s2", "--out", "deep/m"]);
+    assert_eq!(code(&out), 2, "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("a case's evidence is at \"../planted\""),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!dir.join("deep").exists());
 }
 
 #[test]

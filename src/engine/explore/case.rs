@@ -32,14 +32,19 @@ pub struct Case {
 impl Case {
     /// `cases/<design>/<point>@<hit>`, or `cases/<design>/probe`.
     pub fn evidence_dir(&self) -> String {
-        match self.crash {
-            Some(c) => format!("cases/{}/{}@{}", self.design, c.point, c.hit),
-            None => format!("cases/{}/probe", self.design),
-        }
+        evidence_dir(self.design, self.crash.map(|c| (c.point, c.hit)))
     }
 
     pub fn hit(&self) -> u32 {
         self.crash.map_or(0, |c| c.hit)
+    }
+}
+
+/// `cases/<design>/<point>@<hit>`, or `cases/<design>/probe` when there is no crash.
+fn evidence_dir(design: &str, crash: Option<(&str, u32)>) -> String {
+    match crash {
+        Some((point, hit)) => format!("cases/{design}/{point}@{hit}"),
+        None => format!("cases/{design}/probe"),
     }
 }
 
@@ -73,6 +78,14 @@ pub struct CaseResult {
     /// Under `--cut exhaustive`: the states of the case's cut, and how many broke.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub states: Option<super::states::Summary>,
+}
+
+impl CaseResult {
+    /// Where this case's evidence belongs, from its design, point and hit: a result read back
+    /// (`merge`) must name this directory and no other.
+    pub fn evidence_dir(&self) -> String {
+        evidence_dir(self.variant, self.point.map(|p| (p, self.hit)))
+    }
 }
 
 /// A case run: its result and, under `--cut exhaustive`, the fork its states start from.

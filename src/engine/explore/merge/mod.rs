@@ -42,6 +42,7 @@ pub fn command(args: &Args, recorded: Vec<String>) -> Result<i32> {
             shard::SHARDS_MAX
         )));
     }
+    read::check_out(&args.out, &args.dirs)?;
     let shards = args
         .dirs
         .iter()

@@ -108,6 +108,22 @@ pub fn read(dir: &Path) -> Result<Shard> {
     // merge reads each shard once.
     let text: &'static str = Box::leak(text.into_boxed_str());
     let explore: Explore = serde_json::from_str(text).map_err(|e| bad("explore.json", &e))?;
+    // Merge copies each case's evidence from the path explore.json gives: a path other than
+    // the case's own directory (`../x`, `/x`) would copy from, and write to, outside the runs.
+    let results = explore.probes.iter().map(|p| &p.result);
+    if let Some(c) = results
+        .chain(&explore.cases)
+        .find(|c| c.evidence != c.evidence_dir() || !plain_relative(&c.evidence))
+    {
+        return Err(bad(
+            "explore.json",
+            &format!(
+                "a case's evidence is at {:?}, not at {:?}",
+                c.evidence,
+                c.evidence_dir()
+            ),
+        ));
+    }
     Ok(Shard {
         dir: dir.to_path_buf(),
         name,
@@ -210,4 +226,49 @@ pub fn check_plans(shards: &[Ran<'_>], noun: (&str, &str)) -> Result<()> {
         )));
     }
     Ok(())
+}
+
+/// Only plain names, no `..`, no root: a path that stays inside the directory it is joined to.
+fn plain_relative(path: &str) -> bool {
+    Path::new(path)
+        .components()
+        .all(|c| matches!(c, std::path::Component::Normal(_)))
+}
+
+/// The merged run must not land inside one of its shards (writing into what it reads), nor a
+/// shard inside it: the refusal otherwise. `out` need not exist yet.
+pub fn check_out(out: &Path, dirs: &[PathBuf]) -> Result<()> {
+    let out_abs = absolute(out);
+    for dir in dirs {
+        let dir_abs = absolute(dir);
+        if out_abs.starts_with(&dir_abs) || dir_abs.starts_with(&out_abs) {
+            return Err(fail::usage(format!(
+                "--out {} and the shard {} are nested; the merged run goes beside its shards",
+                out.display(),
+                crate::engine::evidence::recorded_path(dir)
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// `path` made absolute: its longest existing ancestor resolved (symlinks too), the rest
+/// appended as given.
+fn absolute(path: &Path) -> PathBuf {
+    let joined = std::env::current_dir().unwrap_or_default().join(path);
+    let mut rest = Vec::new();
+    let mut at = joined.as_path();
+    // Bounded by the path's depth: each turn drops one component.
+    loop {
+        if let Ok(real) = at.canonicalize() {
+            return rest.iter().rev().fold(real, |p, c| p.join(c));
+        }
+        match (at.parent(), at.file_name()) {
+            (Some(parent), Some(name)) => {
+                rest.push(name.to_os_string());
+                at = parent;
+            }
+            _ => return joined,
+        }
+    }
 }

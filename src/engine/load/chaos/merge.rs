@@ -32,6 +32,7 @@ pub fn command(args: &Args, recorded: Vec<String>) -> Result<i32> {
             args.dirs.len()
         )));
     }
+    read::check_out(&args.out, &args.dirs)?;
     let mut shards = Vec::new();
     for dir in &args.dirs {
         let opened = read::open(dir)?;
