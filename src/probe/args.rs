@@ -23,10 +23,13 @@ pub struct Args {
     /// The request's method
     #[arg(long, default_value = "POST")]
     pub method: String,
-    /// A header to send, `Name: value` ({key} and {n} filled in); repeatable
+    /// A header to send, `Name: value`, its placeholders filled in as the body's; repeatable
     #[arg(long = "header", value_name = "NAME: VALUE")]
     pub headers: Vec<String>,
-    /// The body: {key} is the check's key, {n} a number of its own per logical request
+    // clap's help turns the three characters n-in-braces into a line break: the help names
+    // that placeholder in words, and the default beneath it shows it as written.
+    /// The body: {key} is the check's key; n in braces (as in the default) a number of its
+    /// own per logical request
     #[arg(long, value_name = "TEMPLATE", default_value = template::BODY_DEFAULT)]
     pub body: String,
     /// The request from a file: `METHOD /path`, header lines, a blank line, the body
