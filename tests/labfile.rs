@@ -5,7 +5,8 @@
 mod common;
 
 use std::path::Path;
-use std::process::Command;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
 use common::{code, crashlab, stderr, stdout, BIN};
 
@@ -217,6 +218,51 @@ fn a_role_that_forks_and_is_crashed_leaves_no_process_behind() {
             Vec::<String>::new(),
             "{mode}"
         );
+    }
+}
+
+#[test]
+fn sigint_while_a_role_runs_kills_its_group_removes_the_partial_output_and_exits_130() {
+    for command in ["driver", "explore"] {
+        let dir = tempfile::tempdir().unwrap();
+        let mark = format!("labfile-sigint-{command}-{}", std::process::id());
+        // The role forks a grandchild and then sleeps itself: both must die with the run.
+        let job = format!("sleep 300 &\nsleep 301\n{JOB}");
+        let file = lab(dir.path(), LAB, &job);
+        let run = Command::new(BIN)
+            .args([command, &file, "--out", "o"])
+            .current_dir(dir.path())
+            .env("CRASHLAB_TEST_MARK", &mark)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Bounded: crashlab, the role's shell and both sleeps running, then SIGINT.
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while common::marked_processes(&mark).len() < 4 && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert!(
+            dir.path().join("o.partial").is_dir(),
+            "{command}: written as o.partial"
+        );
+        // SAFETY: signalling our own child, not reaped yet.
+        unsafe { libc::kill(run.id() as libc::pid_t, libc::SIGINT) };
+        let out = run.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(130), "{command}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{command}: {err}");
+        assert!(
+            err.contains("interrupted by SIGINT; removed o.partial"),
+            "{err}"
+        );
+        assert_eq!(
+            common::marked_processes(&mark),
+            Vec::<String>::new(),
+            "{command}: no process of the role left"
+        );
+        assert!(!dir.path().join("o").exists() && !dir.path().join("o.partial").exists());
     }
 }
 

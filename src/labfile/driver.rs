@@ -1,10 +1,12 @@
 //! `crashlab driver FILE`: each scenario once, in one design, each step crashing where the
 //! lab file says, its checks read back and its invariants held as predicted.
 
+use std::path::Path;
+
 use anyhow::Result;
 
 use super::evidence::{self, RunRecord};
-use super::explore::{designs, names, out_dir, step_faults, Options};
+use super::explore::{designs, into_out, names, step_faults, Options};
 use super::run::ScenarioRun;
 use super::run::{self, Arm, Setup};
 use super::{DesignDef, ScenarioDef, StepDef, UserLab};
@@ -16,7 +18,19 @@ use crate::fail;
 /// where the file says, its checks read, every invariant held as predicted.
 pub fn driver(lab: &UserLab, options: &Options) -> Result<i32> {
     let design = designs(lab, &options.designs)?[0];
-    let out = out_dir(lab, &options.out, "")?;
+    into_out(lab, &options.out, "", |out, named| {
+        driver_into(lab, options, design, out, named)
+    })
+}
+
+/// The driver's run, written into `out` (the partial directory), published as `named`.
+fn driver_into(
+    lab: &UserLab,
+    options: &Options,
+    design: &DesignDef,
+    out: &Path,
+    named: &Path,
+) -> Result<i32> {
     let setup = Setup {
         lab,
         design,
@@ -86,7 +100,7 @@ pub fn driver(lab: &UserLab, options: &Options) -> Result<i32> {
             verdict,
         });
     }
-    evidence::write(lab, &out, "driver", options.mode, runs)?;
+    evidence::write(lab, out, "driver", options.mode, runs)?;
     let word = if code == fail::EXIT_OK {
         "PASS"
     } else {
@@ -96,7 +110,7 @@ pub fn driver(lab: &UserLab, options: &Options) -> Result<i32> {
         "{word}: lab {} in design {}; evidence in {}",
         lab.id,
         design.name,
-        out.display()
+        named.display()
     );
     Ok(code)
 }

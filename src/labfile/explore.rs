@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use serde::Serialize;
 
 use super::evidence::{self, RunRecord};
@@ -73,23 +73,38 @@ pub(super) fn designs<'a>(lab: &'a UserLab, given: &str) -> Result<Vec<&'a Desig
         .collect()
 }
 
-pub(super) fn out_dir(lab: &UserLab, given: &Option<PathBuf>, what: &str) -> Result<PathBuf> {
-    let dir = given.clone().unwrap_or_else(|| {
+/// Run `body` into the output as every run does: `--out` (or the default under
+/// `target/lab/`) claimed as `DIR.partial`, locked for this process's life, renamed to DIR
+/// when complete. SIGINT, SIGTERM or SIGHUP kill the roles' process groups, remove the
+/// partial directory and end with exit 130; another error leaves it for inspection.
+/// `body` writes into its first path and names the run by its second.
+pub(super) fn into_out(
+    lab: &UserLab,
+    given: &Option<PathBuf>,
+    what: &str,
+    body: impl FnOnce(&Path, &Path) -> Result<i32>,
+) -> Result<i32> {
+    let out = given.clone().unwrap_or_else(|| {
         PathBuf::from("target/lab").join(format!(
             "{}-{what}{}",
             lab.id,
             crate::engine::driver::utc_stamp()
         ))
     });
-    if dir.exists() {
-        return Err(fail::usage(format!(
-            "--out {}: it exists already (give a new directory)",
-            dir.display()
-        )));
+    crate::interrupt::catch().context("catching SIGINT and SIGTERM")?;
+    let partial = crate::engine::driver::claim_out(&out)?;
+    let result = body(&partial, &out);
+    if let Some(signal) = crate::interrupt::caught() {
+        return Err(crate::interrupt::finish(signal, Some(&partial)));
     }
-    std::fs::create_dir_all(&dir)
-        .map_err(|e| fail::io(format!("creating {}: {e}", dir.display())))?;
-    Ok(dir)
+    let code = result.map_err(|e| {
+        e.context(format!(
+            "the run stopped; what it wrote is in {}",
+            partial.display()
+        ))
+    })?;
+    crate::engine::evidence::publish(&partial, &out)?;
+    Ok(code)
 }
 
 /// What a run's steps did wrong, beyond the anomalies: the armed step not crashing where
@@ -191,12 +206,24 @@ pub fn judge(
 /// `crashlab explore FILE`.
 pub fn explore(lab: &UserLab, options: &Options) -> Result<i32> {
     let chosen = designs(lab, &options.designs)?;
-    let out = out_dir(lab, &options.out, "explore-")?;
+    into_out(lab, &options.out, "explore-", |out, named| {
+        explore_into(lab, options, &chosen, out, named)
+    })
+}
+
+/// explore's run, written into `out` (the partial directory), published as `named`.
+fn explore_into(
+    lab: &UserLab,
+    options: &Options,
+    chosen: &[&DesignDef],
+    out: &Path,
+    named: &Path,
+) -> Result<i32> {
     let began = Instant::now();
     let mut cases: Vec<Case> = Vec::new();
     let mut announced_at: Vec<(String, String)> = Vec::new();
     let mut runs: Vec<RunRecord> = Vec::new();
-    for design in &chosen {
+    for design in chosen {
         let setup = Setup {
             lab,
             design,
@@ -209,7 +236,7 @@ pub fn explore(lab: &UserLab, options: &Options) -> Result<i32> {
             let (found, predicted, verdict) =
                 judge(lab, design, scenario, &ran, None, options.mode);
             runs.push(RunRecord {
-                dir: rel(&out, &base.join("no-crash")),
+                dir: rel(out, &base.join("no-crash")),
                 design: design.name.clone(),
                 scenario: scenario.name.clone(),
                 arms: Vec::new(),
@@ -223,7 +250,7 @@ pub fn explore(lab: &UserLab, options: &Options) -> Result<i32> {
                 anomalies: found,
                 predicted,
                 verdict,
-                dir: rel(&out, &base.join("no-crash")),
+                dir: rel(out, &base.join("no-crash")),
             });
             let arms: Vec<Arm> = ran
                 .steps
@@ -244,7 +271,7 @@ pub fn explore(lab: &UserLab, options: &Options) -> Result<i32> {
                 let (found, predicted, verdict) =
                     judge(lab, design, scenario, &ran, Some(&arm), options.mode);
                 runs.push(RunRecord {
-                    dir: rel(&out, &dir),
+                    dir: rel(out, &dir),
                     design: design.name.clone(),
                     scenario: scenario.name.clone(),
                     arms: vec![arm.clone()],
@@ -259,14 +286,14 @@ pub fn explore(lab: &UserLab, options: &Options) -> Result<i32> {
                     anomalies: found,
                     predicted,
                     verdict,
-                    dir: rel(&out, &dir),
+                    dir: rel(out, &dir),
                 });
             }
         }
     }
     // A prediction whose point was never announced proves nothing: it is NOT-REACHED.
     let mut unproven = Vec::new();
-    for design in &chosen {
+    for design in chosen {
         for p in design
             .predict
             .iter()
@@ -291,12 +318,12 @@ pub fn explore(lab: &UserLab, options: &Options) -> Result<i32> {
         "lab": lab.id, "file": lab.path.display().to_string(), "crash_mode": options.mode.name(),
         "cases": cases, "unproven": unproven, "seconds": seconds,
         "cases_per_second": cases.len() as f64 / seconds.max(1e-9), "exit": code,
-        "out": out.display().to_string(),
+        "out": named.display().to_string(),
     });
     let text = serde_json::to_string_pretty(&report)?;
     std::fs::write(out.join("explore.json"), &text)
         .map_err(|e| fail::io(format!("writing explore.json: {e}")))?;
-    evidence::write(lab, &out, "explore", options.mode, runs)?;
+    evidence::write(lab, out, "explore", options.mode, runs)?;
     if options.json {
         crate::say!("{text}");
         return Ok(code);
@@ -334,7 +361,7 @@ pub fn explore(lab: &UserLab, options: &Options) -> Result<i32> {
         cases.len(),
         seconds,
         cases.len() as f64 / seconds.max(1e-9),
-        out.display()
+        named.display()
     );
     Ok(code)
 }
