@@ -92,6 +92,46 @@ fn a_kept_database_with_a_corrupt_index_fails_naming_the_file_and_sqlites_messag
     );
 }
 
+/// An explore run keeps the databases of each broken case: they are held to the same
+/// soundness, and a corrupt index in one fails the audit naming that case's file.
+#[test]
+fn an_explore_cases_kept_database_with_a_corrupt_index_fails_the_audit() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let out = crashlab(
+        d,
+        &[
+            "explore",
+            "14",
+            "--variants",
+            "ack-before-apply",
+            "--points",
+            "consumer",
+            "--out",
+            "ex",
+        ],
+    );
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let (code, text) = audit(&d.join("ex"));
+    assert_eq!(code, 0, "{text}");
+    let kept: Vec<String> = files(&d.join("ex"))
+        .into_iter()
+        .map(|p| p.to_string_lossy().into_owned())
+        .filter(|p| p.ends_with("/db/receiver.db"))
+        .collect();
+    let rel = kept.first().expect("a broken case kept its receiver.db");
+    let file = d.join("ex").join(rel);
+    let (root, key) = index_key(&file);
+    flip(&file, root, key);
+    rehash(&d.join("ex"));
+    let (code, text) = audit(&d.join("ex"));
+    assert_eq!(code, 1, "{text}");
+    assert!(
+        text.contains(rel.as_str()) && text.contains("row 1 missing from index inbox_applied"),
+        "{text}"
+    );
+}
+
 /// Wait (bounded) for `child`; killed and a failure past the bound: an audit reads a run
 /// of kilobytes in about a second, so the bound only stops a hang.
 fn ended(mut child: std::process::Child, what: &str) -> std::process::Output {

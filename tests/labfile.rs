@@ -404,6 +404,30 @@ fn a_lab_file_run_audits_and_a_changed_store_or_exit_fails() {
     drop(db);
     audit_fails(&o, "two-orders/06-check-effects.stores/consumer.db: sha256");
     audit_fails(&o, "check effects (query `SELECT sum(amount) FROM consumer.ledger`) on the kept stores app.db, broker.db, consumer.db gives 66, recorded 65");
+    // The Inbox's unique index lies about one key, its rows untouched (no SQL value moves):
+    // SQLite's integrity_check names it, and so must the audit.
+    let o = run("index");
+    let store = o.join("two-orders/consumer.db");
+    let root_page: u32 = rusqlite::Connection::open(&store)
+        .unwrap()
+        .query_row(
+            "SELECT rootpage FROM sqlite_schema WHERE name = 'sqlite_autoindex_inbox_1'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    let mut bytes = std::fs::read(&store).unwrap();
+    let size = u16::from_be_bytes([bytes[16], bytes[17]]) as usize;
+    let page = (root_page as usize - 1) * size..root_page as usize * size;
+    let at = bytes[page.clone()]
+        .windows(2)
+        .rposition(|w| w == b"M2")
+        .expect("the index holds M2")
+        + page.start;
+    bytes[at + 1] = b'9';
+    std::fs::write(&store, bytes).unwrap();
+    common::forge_manifest_entry(&o, "two-orders/consumer.db");
+    audit_fails(&o, "two-orders/consumer.db: not a sound database");
     // One recorded exit changed.
     let o = run("exit");
     let record = o.join("labfile.json");

@@ -44,15 +44,19 @@ pub fn json(path: &Path) -> serde_json::Value {
 /// Write `value` as `dir/rel` and re-hash its manifest entry, as a careful forger would: only
 /// the semantic checks can then catch the edit.
 pub fn forge_json(dir: &Path, rel: &str, value: &serde_json::Value) {
+    std::fs::write(dir.join(rel), serde_json::to_vec_pretty(value).unwrap()).unwrap();
+    forge_manifest_entry(dir, rel);
+}
+
+/// Re-hash `dir/rel`'s entry in `dir/manifest.json` to the file as it now is.
+pub fn forge_manifest_entry(dir: &Path, rel: &str) {
     use sha2::{Digest, Sha256};
-    let bytes = serde_json::to_vec_pretty(value).unwrap();
-    std::fs::write(dir.join(rel), &bytes).unwrap();
-    let path = dir.join("manifest.json");
-    let mut manifest = json(&path);
-    let digest: String = Sha256::digest(&bytes)
+    let digest: String = Sha256::digest(std::fs::read(dir.join(rel)).unwrap())
         .iter()
         .map(|b| format!("{b:02x}"))
         .collect();
+    let path = dir.join("manifest.json");
+    let mut manifest = json(&path);
     manifest["files"][rel] = serde_json::Value::String(digest);
     std::fs::write(&path, serde_json::to_vec_pretty(&manifest).unwrap()).unwrap();
 }

@@ -126,12 +126,24 @@ pub fn audit(dir: &Path, strict_sources: bool) -> Report {
     }
     if tree.has_file(crate::labfile::evidence::RECORD) {
         userlab::check(&mut report, &tree);
+        // A lab file's stores, named by the user: every file that begins like SQLite.
+        kept::sound(&mut report, &tree, &|_| false);
     } else if tree.has_file(EXPLORE) {
         // An explore run: its files are checked against the manifest; the cases' verdicts
         // are not re-derived here (each case keeps its databases only when it broke).
         report.kind = "explore".to_string();
         let explore: Option<serde_json::Value> = tree.json(&mut report, EXPLORE);
         if let Some(e) = explore {
+            // A broken case keeps its databases under `cases/<design>/<case>/db/`. Under
+            // power loss a corrupt file can be the case's finding (sync-off), so there the
+            // audit leaves their soundness to the case's own verdict.
+            if e["crash_mode"] != "power-loss" {
+                let kept_db = |rel: &str| {
+                    let parts: Vec<&str> = rel.split('/').collect();
+                    parts.len() == 5 && parts[0] == "cases" && parts[3] == "db"
+                };
+                kept::sound(&mut report, &tree, &kept_db);
+            }
             let lab = e["lab"].as_str().unwrap_or("?").to_string();
             report.lab = Some(lab.clone());
             report.summary = format!(
