@@ -104,12 +104,17 @@ impl Report {
     }
 }
 
-pub fn audit(dir: &Path, strict_sources: bool) -> Report {
-    let mut report = Report {
+/// A report before any check: sources not compared, a lab run until the files say otherwise.
+fn fresh() -> Report {
+    Report {
         sources: "not compared (no manifest)".to_string(),
         kind: "lab".to_string(),
         ..Report::default()
-    };
+    }
+}
+
+pub fn audit(dir: &Path, strict_sources: bool) -> Report {
+    let mut report = fresh();
     if !dir.is_dir() {
         report.problem(
             &dir.display().to_string(),
@@ -120,14 +125,21 @@ pub fn audit(dir: &Path, strict_sources: bool) -> Report {
     // Every check reads from this one snapshot of DIR's plain files: no check opens a path
     // of its own, so none can follow a symlink.
     let tree = Tree::load(&mut report, dir);
+    judge(report, &tree, dir, strict_sources)
+}
+
+/// The audit of `dir` from its snapshot `tree` (a study's seed: the part of the study's
+/// snapshot under it, so that no file is read twice). `dir` only locates the checkout the
+/// sources are compared with.
+fn judge(mut report: Report, tree: &Tree, dir: &Path, strict_sources: bool) -> Report {
     let manifest: Option<Manifest> = tree.json(&mut report, evidence::MANIFEST);
     if let Some(m) = &manifest {
-        manifest::check_files(&mut report, &tree, m);
+        manifest::check_files(&mut report, tree, m);
     }
     if tree.has_file(crate::labfile::evidence::RECORD) {
-        userlab::check(&mut report, &tree);
+        userlab::check(&mut report, tree);
         // A lab file's stores, named by the user: every file that begins like SQLite.
-        kept::sound(&mut report, &tree, &|_| false);
+        kept::sound(&mut report, tree, &|_| false);
     } else if tree.has_file(EXPLORE) {
         // An explore run: its files are checked against the manifest; the cases' verdicts
         // are not re-derived here (each case keeps its databases only when it broke).
@@ -142,7 +154,7 @@ pub fn audit(dir: &Path, strict_sources: bool) -> Report {
                     let parts: Vec<&str> = rel.split('/').collect();
                     parts.len() == 5 && parts[0] == "cases" && parts[3] == "db"
                 };
-                kept::sound(&mut report, &tree, &kept_db);
+                kept::sound(&mut report, tree, &kept_db);
             }
             let lab = e["lab"].as_str().unwrap_or("?").to_string();
             report.lab = Some(lab.clone());
@@ -153,8 +165,8 @@ pub fn audit(dir: &Path, strict_sources: bool) -> Report {
             );
         }
         report.attested = vec![format!("{EXPLORE} and every case's claims")];
-        shards::note(&mut report, &tree);
-        if states::check(&mut report, &tree) {
+        shards::note(&mut report, tree);
+        if states::check(&mut report, tree) {
             // `--cut exhaustive`: each case's states are enumerated again from its record.
             report
                 .summary
@@ -162,14 +174,14 @@ pub fn audit(dir: &Path, strict_sources: bool) -> Report {
             report.attested.push(states::ATTESTED.to_string());
         }
     } else if tree.has_file(crate::engine::load::chaos::seeds::SEEDS) {
-        seeds::check(&mut report, &tree, dir);
-        shards::note(&mut report, &tree);
+        seeds::check(&mut report, tree, dir);
+        shards::note(&mut report, tree);
     } else if tree.has_file(CHAOS) {
-        chaos::check_chaos(&mut report, &tree);
+        chaos::check_chaos(&mut report, tree);
     } else if tree.has_file(crate::probe::records::PROBE) {
-        probe::check_probe(&mut report, &tree);
+        probe::check_probe(&mut report, tree);
     } else {
-        run::check_run(&mut report, &tree);
+        run::check_run(&mut report, tree);
     }
     if let Some(m) = &manifest {
         sources::check_sources(&mut report, dir, m, strict_sources);
@@ -177,6 +189,11 @@ pub fn audit(dir: &Path, strict_sources: bool) -> Report {
     report.dedup();
     report.ok = report.problems.is_empty();
     report
+}
+
+/// A seed of a chaos study, audited from the study's own snapshot: `tree` holds its files.
+pub(super) fn audit_part(tree: &Tree, dir: &Path) -> Report {
+    judge(fresh(), tree, dir, false)
 }
 
 /// The audit's one snapshot of `dir`, as its walk reads it: what the replay's tests read.

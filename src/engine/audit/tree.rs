@@ -120,6 +120,21 @@ impl Tree {
         tree
     }
 
+    /// The files under `prefix/`, named relative to it: a part of the run (a study's seed)
+    /// judged from this snapshot, not read again.
+    pub fn under(&self, prefix: &str) -> Tree {
+        let head = format!("{prefix}/");
+        Tree {
+            files: self
+                .files
+                .iter()
+                .filter_map(|(rel, bytes)| {
+                    Some((rel.strip_prefix(&head)?.to_string(), bytes.clone()))
+                })
+                .collect(),
+        }
+    }
+
     /// Every plain file, sorted.
     pub fn files(&self) -> impl Iterator<Item = &str> {
         self.files.keys().map(String::as_str)
