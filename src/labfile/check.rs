@@ -374,7 +374,7 @@ fn queries(file: &FileLab, stores: &[StoreDef]) -> Checked<()> {
     if stores.iter().any(|s| s.schema.is_none()) {
         return Ok(());
     }
-    let made = tempfile::tempdir().map_err(|e| {
+    let made = crate::owner::tempdir("check").map_err(|e| {
         Mistake(
             0,
             format!("cannot make a directory to check the queries in: {e}"),

@@ -55,19 +55,17 @@ pub(super) fn check(report: &mut Report, tree: &Tree) {
 /// The lab file's copy, with the schema files beside it, validated as `lab check` validates
 /// it.
 fn parse_copy(report: &mut Report, tree: &Tree) -> Option<UserLab> {
-    let parsed = tempfile::tempdir()
-        .map_err(anyhow::Error::from)
-        .and_then(|tmp| {
-            let prefix = format!("{COPY_DIR}/");
-            for rel in tree.files().filter(|r| r.starts_with(&prefix)) {
-                let to = tmp.path().join(rel);
-                if let Some(parent) = to.parent() {
-                    std::fs::create_dir_all(parent)?;
-                }
-                std::fs::write(&to, tree.get(rel).unwrap_or_default())?;
+    let parsed = crate::owner::tempdir("audit").and_then(|tmp| {
+        let prefix = format!("{COPY_DIR}/");
+        for rel in tree.files().filter(|r| r.starts_with(&prefix)) {
+            let to = tmp.path().join(rel);
+            if let Some(parent) = to.parent() {
+                std::fs::create_dir_all(parent)?;
             }
-            crate::labfile::load(&tmp.path().join(COPY))
-        });
+            std::fs::write(&to, tree.get(rel).unwrap_or_default())?;
+        }
+        crate::labfile::load(&tmp.path().join(COPY))
+    });
     match parsed {
         Ok(lab) => Some(lab),
         Err(e) => {
@@ -267,7 +265,7 @@ fn on_kept<T>(
     stores: &[StoreDef],
     read: impl FnOnce(&Path) -> T,
 ) -> Option<T> {
-    let tmp = match tempfile::tempdir() {
+    let tmp = match crate::owner::tempdir("audit") {
         Ok(t) => t,
         Err(e) => {
             report.problem(
