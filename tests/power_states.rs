@@ -206,6 +206,42 @@ fn a_lossy_profiles_honest_run_audits_pass_and_a_changed_cut_or_digest_fails() {
     changed_fails(&run, cuts, "no log and first_record", |v| {
         v.as_object_mut().unwrap().remove("log");
     });
+    changed_fails(&run, cuts, "unknown key 'verified'", |v| {
+        v["verified"] = true.into()
+    });
+    // A prefix cut's prefix_at, taken out: a missing one is a changed one.
+    let out = crashlab(
+        d,
+        &[
+            "driver",
+            "14",
+            "--crash-mode",
+            "power-loss",
+            "--store-profile",
+            "journal-delete",
+            "--cut",
+            "prefix",
+            "--seed",
+            "3",
+            "--out",
+            "prefix",
+        ],
+    );
+    assert!(
+        d.join("prefix/power-cuts.jsonl").is_file(),
+        "{}",
+        stderr(&out)
+    );
+    let (code_ok, said) = audit(&d.join("prefix"));
+    assert_eq!(code_ok, 0, "{said}");
+    changed_fails(
+        &d.join("prefix"),
+        cuts,
+        "prefix_at null, its log and seed give Some(",
+        |v| {
+            v.as_object_mut().unwrap().remove("prefix_at");
+        },
+    );
     // The sender's database after the cut, recorded as another content.
     let files = "database-files.json";
     let other = "0".repeat(64);

@@ -83,6 +83,12 @@ pub(super) fn check(
                 report.problem(F, format!("{label}: {key} {}, expected {value}", cut[key]));
             }
         }
+        // A driver's cut line holds exactly these: a key added is a claim nothing checks.
+        for key in cut.as_object().into_iter().flat_map(|o| o.keys()) {
+            if !DRIVER_CUT_KEYS.contains(&key.as_str()) {
+                report.problem(F, format!("{label}: unknown key '{key}'"));
+            }
+        }
         let Some(files) = cut["files"].as_array() else {
             report.problem(F, format!("{label}: no list of files"));
             continue;
@@ -135,6 +141,23 @@ pub(super) fn check(
     (F.to_string(), changed)
 }
 
+/// The keys of a driver's `power-cuts.jsonl` line: where the cut fell and what it did.
+const DRIVER_CUT_KEYS: [&str; 13] = [
+    "scenario",
+    "step",
+    "point",
+    "cut",
+    "seed",
+    "prefix_at",
+    "records",
+    "first_record",
+    "unsynced",
+    "torn_tail_bytes",
+    "files",
+    "shm_removed",
+    "log",
+];
+
 /// The cut a line's `log` and `first_record` give under `how`; None (and a problem) when
 /// the line has no record the cut can be derived from.
 pub(super) fn derived_of(
@@ -178,7 +201,8 @@ pub(super) fn same_as_derived(
             differ(format!("{key} {}, its log gives {want}", cut[key]));
         }
     }
-    if cut.get("prefix_at").is_some() && cut["prefix_at"] != serde_json::json!(d.prefix_at) {
+    // Written for every cut (null but for `prefix`): a missing one is a changed one.
+    if cut["prefix_at"] != serde_json::json!(d.prefix_at) {
         differ(format!(
             "prefix_at {}, its log and seed give {:?}",
             cut["prefix_at"], d.prefix_at
