@@ -130,20 +130,29 @@ pub fn verdict(
         left_out.sort_unstable();
         left_out.dedup();
         if !explored_any {
+            // A narrowed run that passed here would read as "this design holds".
             differences.push(format!(
-                "{}: the predicted break ({}) was not explored (--points leaves out {})",
+                "{}: the predicted break ({}) was not explored (--points leaves out {}): a run of those points judges it",
                 d.name,
-                d.predictions
-                    .iter()
-                    .map(|p| p.says)
-                    .collect::<Vec<_>>()
-                    .join("; "),
+                says_once(&d.predictions).join("; "),
                 left_out.join(", ")
             ));
         }
         findings.push(finding(d, &broke_at, &left_out, &judged));
     }
     (differences, findings)
+}
+
+/// What the predictions say, each text once: several predictions of one design may say the
+/// same (one per kind of break).
+fn says_once<'p>(predictions: &[&'p Prediction]) -> Vec<&'p str> {
+    let mut says: Vec<&str> = Vec::new();
+    for p in predictions {
+        if !says.contains(&p.says) {
+            says.push(p.says);
+        }
+    }
+    says
 }
 
 fn finding(
@@ -178,13 +187,7 @@ fn finding(
             broke_at.join(", ")
         )
     } else {
-        let mut says: Vec<&str> = Vec::new();
-        // Several predictions of one design may say the same (one per kind of break).
-        for p in &d.predictions {
-            if !says.contains(&p.says) {
-                says.push(p.says);
-            }
-        }
+        let says = says_once(&d.predictions);
         // Grouped by point: `p@1 @2, q@2`.
         let mut grouped: Vec<(&str, Vec<&str>)> = Vec::new();
         for case in broke_at {
@@ -198,12 +201,15 @@ fn finding(
             .iter()
             .map(|(p, hits)| format!("{p} @{}", hits.join(" @")))
             .collect();
-        let at = at.join(", ");
-        format!(
-            "{}: predicted {} shown at {at} ({shown})",
-            d.name,
-            says.join("; ")
-        )
+        match at.is_empty() {
+            true => format!("{}: predicted {}, shown nowhere", d.name, says.join("; ")),
+            false => format!(
+                "{}: predicted {} shown at {} ({shown})",
+                d.name,
+                says.join("; "),
+                at.join(", ")
+            ),
+        }
     };
     let points: BTreeSet<&str> = left_out.iter().copied().collect();
     if !points.is_empty() {
