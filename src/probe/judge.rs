@@ -135,6 +135,17 @@ fn same(a: &Response, b: &Response) -> bool {
     a.status == b.status && a.body_sha256.is_some() && a.body_sha256 == b.body_sha256
 }
 
+/// How the answer `b` compares with `a`, after its status: `again with the same body`, or
+/// what differs (the body, or only the status).
+fn compared(a: &Response, b: &Response) -> String {
+    let same_body = a.body_sha256.is_some() && a.body_sha256 == b.body_sha256;
+    match (a.status == b.status, same_body) {
+        (true, true) => format!("{} again with the same body", b.status),
+        (false, true) => format!("{} with the same body, another status", b.status),
+        (_, false) => format!("{} with another body", b.status),
+    }
+}
+
 /// The judgement of `check` from its exchanges and readings. `unrun`: the probe's time ran
 /// out before the check began.
 pub fn judge(
@@ -170,10 +181,7 @@ pub fn judge(
                 again.and_then(Exchange::whole),
             );
             let answer = match (a, b) {
-                (Some(a), Some(b)) if same(a, b) => {
-                    format!("{} again with the same body", b.status)
-                }
-                (Some(_), Some(b)) => format!("{} with another body", b.status),
+                (Some(a), Some(b)) => compared(a, b),
                 _ => got(again),
             };
             let observed = format!("first {}, retry {answer}", got(first));
@@ -335,7 +343,7 @@ fn lost(
     }
     let answer = match retry.and_then(Exchange::whole) {
         Some(r) if same(r, upstream) => format!("retry {} with the same body", r.status),
-        Some(r) => format!("retry {} with another body", r.status),
+        Some(r) => format!("retry {}", compared(upstream, r)),
         None => format!("retry {}", got(retry)),
     };
     let committed = match committed {

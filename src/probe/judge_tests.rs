@@ -107,6 +107,21 @@ fn a_retry_passes_on_the_same_answer_and_one_effect_and_fails_as_a_duplicate() {
         "{}",
         v.observed
     );
+    // Only the status changed: the text says so, not "another body".
+    let status_only = exchange(
+        "retry",
+        "retry",
+        Outcome::Response,
+        Some(response(500, "{\"p\":1}")),
+    );
+    let v = run("retry", &settings(), &[first.clone(), status_only], &once);
+    assert_eq!(v.verdict, Verdict::Fail);
+    assert!(
+        v.observed
+            .contains("retry 500 with the same body, another status"),
+        "{}",
+        v.observed
+    );
     // The same answer but two effects is still a duplicate: the count speaks.
     let v = run("retry", &settings(), &[first.clone(), same.clone()], &twice);
     assert_eq!((v.verdict, v.anomalies.len()), (Verdict::Fail, 1));
