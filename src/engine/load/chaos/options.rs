@@ -29,9 +29,10 @@ pub struct Options {
     /// evidence under --out as seed-S/ and sums what they lost and duplicated
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=1_000))]
     pub runs: u64,
-    /// Run only the seeds in bucket K of N (hash:K/N, by the FNV-1a hash of each seed's
-    /// replay command), as one job of a CI matrix; `crashlab merge` joins the shards
-    #[arg(long, value_name = "hash:K/N", value_parser = crate::engine::explore::shard::parse)]
+    /// Run only the seeds in bucket K of N (hash:K/N by the FNV-1a hash of each seed's
+    /// replay command, count:K/N by position), as one job of a CI matrix; `crashlab merge`
+    /// joins the shards
+    #[arg(long, value_name = "hash:K/N|count:K/N", value_parser = crate::engine::explore::shard::parse)]
     pub shard: Option<crate::engine::explore::shard::Shard>,
     /// Rows per transaction for the sender, the publisher and the consumers
     #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..=10_000))]
