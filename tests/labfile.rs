@@ -184,6 +184,24 @@ fn an_armed_point_the_role_never_announces_is_not_reached_exit_78() {
 }
 
 #[test]
+fn a_declared_point_no_run_announces_is_not_reached_exit_78() {
+    let dir = tempfile::tempdir().unwrap();
+    // The job inserts its rows and never announces its point: nothing can crash there.
+    let job = JOB.replace("  \"$crashlab\" point job.after-insert || exit $?\n", "");
+    assert!(!job.contains("point"), "{job}");
+    let file = lab(dir.path(), LAB, &job);
+    let out = crashlab(dir.path(), &["explore", &file, "--out", "o"]);
+    assert_eq!(code(&out), 78, "{}", stdout(&out));
+    assert!(
+        stdout(&out).contains(
+            "role job declares job.after-insert, which no run announced: NOT-REACHED job.after-insert@1"
+        ),
+        "{}",
+        stdout(&out)
+    );
+}
+
+#[test]
 fn a_role_that_forks_and_is_crashed_leaves_no_process_behind() {
     let dir = tempfile::tempdir().unwrap();
     let mark = format!("labfile-fork-{}", std::process::id());

@@ -312,6 +312,28 @@ fn explore_into(
             }
         }
     }
+    // A point a role declares and no run announced was never crashed: said, not passed over.
+    let mut declared: Vec<(&str, &str)> = Vec::new();
+    for scenario in &lab.scenarios {
+        for step in &scenario.steps {
+            let StepDef::Run { role, .. } = step else {
+                continue;
+            };
+            for (point, _) in lab.role(role).map_or(&[][..], |r| &r.points[..]) {
+                if !declared.contains(&(role, point)) {
+                    declared.push((role, point));
+                }
+            }
+        }
+    }
+    for (role, point) in declared {
+        if !announced_at.iter().any(|(_, p)| p == point) {
+            unproven.push(format!(
+                "role {role} declares {point}, which no run announced: {}",
+                crate::crash::not_reached_line(point, 1)
+            ));
+        }
+    }
     let seconds = began.elapsed().as_secs_f64();
     let code = exit_code(&cases, &unproven);
     let report = serde_json::json!({
