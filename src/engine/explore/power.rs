@@ -54,8 +54,12 @@ pub fn designs(
         None => STYLES.to_vec(),
     };
     let seed = seed.unwrap_or(CUT_SEED_DEFAULT);
+    let chosen = profiles(spec)?;
+    if cut == Some(Style::Exhaustive) {
+        unpredicted_exhaustive(plan, &chosen)?;
+    }
     let mut designs = Vec::new();
-    for profile in profiles(spec)? {
+    for profile in chosen {
         for &style in &styles {
             // One name per design per run: leaking it gives the engine its `&'static str`.
             let name: &'static str =
@@ -75,6 +79,34 @@ pub fn designs(
         }
     }
     Ok(designs)
+}
+
+/// A profile whose seeded cuts break (it has predictions) but which has none for every state
+/// (`<profile>/exhaustive`) would be judged against "holds everywhere": refused up front,
+/// naming the profiles that can run. Profiles with no prediction at all hold everywhere.
+fn unpredicted_exhaustive(plan: &dyn ExplorePlan, chosen: &[Profile]) -> Result<()> {
+    let predicted = |profile: &str, style: &str| {
+        plan.power_predictions()
+            .iter()
+            .any(|p| p.variant.split_once('/') == Some((profile, style)))
+    };
+    let breaks = |p: &Profile| STYLES.iter().any(|s| predicted(p.name, s.name()));
+    let (unknown, known): (Vec<&Profile>, Vec<&Profile>) = chosen
+        .iter()
+        .partition(|p| breaks(p) && !predicted(p.name, Style::Exhaustive.name()));
+    if unknown.is_empty() {
+        return Ok(());
+    }
+    let names = |ps: &[&Profile]| ps.iter().map(|p| p.name).collect::<Vec<_>>().join(", ");
+    Err(fail::usage(format!(
+        "--cut exhaustive: store profiles {} of this lab have no predictions for every state \
+         (their seeded cuts drop, torn and prefix do); {}",
+        names(&unknown),
+        match known.is_empty() {
+            true => "run those cuts instead".to_string(),
+            false => format!("--variants {} can run", names(&known)),
+        }
+    )))
 }
 
 /// What a role or the lab's reading says of a file a cut left unusable: SQLite's own words
