@@ -366,6 +366,10 @@ fn explore_on_postgres_breaks_last_id_exactly_where_predicted() {
             "last-id gap-relay.after-advance"
         ]
     );
+    // The broken cases keep PostgreSQL's rows as plain-SQL dumps under db/: the audit judges
+    // them as such, not as SQLite files.
+    let audit = crashlab(tmp.path(), &["audit", "ex"]);
+    assert_eq!(code(&audit), 0, "{}", stdout(&audit));
 }
 
 /// Every file of an evidence directory, recursively.

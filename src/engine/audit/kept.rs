@@ -119,13 +119,13 @@ const SQLITE_MAGIC: &[u8] = b"SQLite format 3\0";
 
 /// Every SQLite file of the run no other check opens (explore's kept cases, a lab file's
 /// stores) must be a sound database: `integrity_check` on a private copy, as for a driver's.
-/// A file counts as SQLite when `named` says so by its path or its bytes begin like one.
-/// Its `-wal` beside it, if kept, is read with it.
-pub(super) fn sound(report: &mut Report, tree: &Tree, named: &dyn Fn(&str) -> bool) {
+/// The files `kept` names that begin like SQLite are judged: a run on servers keeps plain-SQL
+/// dumps under the same names. Its `-wal` beside it, if kept, is read with it.
+pub(super) fn sound(report: &mut Report, tree: &Tree, kept: &dyn Fn(&str) -> bool) {
     let files: Vec<&str> = tree.files().filter(|f| !f.ends_with("-wal")).collect();
     for rel in files {
         let Some(bytes) = tree.get(rel) else { continue };
-        if !(named(rel) || bytes.starts_with(SQLITE_MAGIC)) {
+        if !(kept(rel) && bytes.starts_with(SQLITE_MAGIC)) {
             continue;
         }
         let wal = tree.get(&format!("{rel}-wal"));

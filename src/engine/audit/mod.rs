@@ -44,7 +44,7 @@ mod sources;
 mod statements;
 mod states;
 mod traced;
-mod tree;
+pub(crate) mod tree;
 mod userlab;
 
 use std::path::Path;
@@ -125,13 +125,28 @@ pub fn audit(dir: &Path, strict_sources: bool) -> Report {
     // Every check reads from this one snapshot of DIR's plain files: no check opens a path
     // of its own, so none can follow a symlink.
     let tree = Tree::load(&mut report, dir);
-    judge(report, &tree, dir, strict_sources)
+    judge(
+        report,
+        &tree,
+        dir,
+        Sources::Compared {
+            strict: strict_sources,
+        },
+    )
+}
+
+/// Whether a judged directory's sources are compared with the checkout: a study's seed is
+/// not (the study's are; looking for a checkout from inside DIR would open a path in it).
+#[derive(Clone, Copy)]
+enum Sources {
+    Compared { strict: bool },
+    NotCompared,
 }
 
 /// The audit of `dir` from its snapshot `tree` (a study's seed: the part of the study's
 /// snapshot under it, so that no file is read twice). `dir` only locates the checkout the
-/// sources are compared with.
-fn judge(mut report: Report, tree: &Tree, dir: &Path, strict_sources: bool) -> Report {
+/// sources are compared with, when they are.
+fn judge(mut report: Report, tree: &Tree, dir: &Path, sources: Sources) -> Report {
     let manifest: Option<Manifest> = tree.json(&mut report, evidence::MANIFEST);
     if let Some(m) = &manifest {
         manifest::check_files(&mut report, tree, m);
@@ -139,7 +154,7 @@ fn judge(mut report: Report, tree: &Tree, dir: &Path, strict_sources: bool) -> R
     if tree.has_file(crate::labfile::evidence::RECORD) {
         userlab::check(&mut report, tree);
         // A lab file's stores, named by the user: every file that begins like SQLite.
-        kept::sound(&mut report, tree, &|_| false);
+        kept::sound(&mut report, tree, &|_| true);
     } else if tree.has_file(EXPLORE) {
         // An explore run: its files are checked against the manifest; the cases' verdicts
         // are not re-derived here (each case keeps its databases only when it broke).
@@ -183,8 +198,8 @@ fn judge(mut report: Report, tree: &Tree, dir: &Path, strict_sources: bool) -> R
     } else {
         run::check_run(&mut report, tree);
     }
-    if let Some(m) = &manifest {
-        sources::check_sources(&mut report, dir, m, strict_sources);
+    if let (Some(m), Sources::Compared { strict }) = (&manifest, sources) {
+        sources::check_sources(&mut report, dir, m, strict);
     }
     report.dedup();
     report.ok = report.problems.is_empty();
@@ -193,7 +208,7 @@ fn judge(mut report: Report, tree: &Tree, dir: &Path, strict_sources: bool) -> R
 
 /// A seed of a chaos study, audited from the study's own snapshot: `tree` holds its files.
 pub(super) fn audit_part(tree: &Tree, dir: &Path) -> Report {
-    judge(fresh(), tree, dir, false)
+    judge(fresh(), tree, dir, Sources::NotCompared)
 }
 
 /// The audit's one snapshot of `dir`, as its walk reads it: what the replay's tests read.
