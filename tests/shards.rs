@@ -229,6 +229,11 @@ fn merge_refuses_an_out_inside_a_shard_and_a_case_evidence_outside_its_own_direc
     assert!(stderr(&out).contains("are nested"), "{}", stderr(&out));
     assert_eq!(stderr(&out).trim_end().lines().count(), 1);
     assert!(!dir.join("s1/inner").exists() && !dir.join("s1/inner.partial").exists());
+    // The same through a name that does not exist yet: `x/../s1` is s1 once x is made.
+    let out = crashlab(dir, &["merge", "s1", "s2", "--out", "x/../s1/inner"]);
+    assert_eq!(code(&out), 2, "{}", stderr(&out));
+    assert!(stderr(&out).contains("are nested"), "{}", stderr(&out));
+    assert!(!dir.join("x").exists() && !dir.join("s1/inner").exists());
     let audit = crashlab(dir, &["audit", "s1"]);
     assert_eq!(code(&audit), 0, "{}", stdout(&audit));
     // A case whose evidence path leaves the shard, re-hashed: merge copies nothing from it.

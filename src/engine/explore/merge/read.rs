@@ -113,7 +113,7 @@ pub fn read(dir: &Path) -> Result<Shard> {
     let results = explore.probes.iter().map(|p| &p.result);
     if let Some(c) = results
         .chain(&explore.cases)
-        .find(|c| c.evidence != c.evidence_dir() || !plain_relative(&c.evidence))
+        .find(|c| c.evidence != c.evidence_dir() || !crate::engine::audit::tree::plain(&c.evidence))
     {
         return Err(bad(
             "explore.json",
@@ -228,13 +228,6 @@ pub fn check_plans(shards: &[Ran<'_>], noun: (&str, &str)) -> Result<()> {
     Ok(())
 }
 
-/// Only plain names, no `..`, no root: a path that stays inside the directory it is joined to.
-fn plain_relative(path: &str) -> bool {
-    Path::new(path)
-        .components()
-        .all(|c| matches!(c, std::path::Component::Normal(_)))
-}
-
 /// The merged run must not land inside one of its shards (writing into what it reads), nor a
 /// shard inside it: the refusal otherwise. `out` need not exist yet.
 pub fn check_out(out: &Path, dirs: &[PathBuf]) -> Result<()> {
@@ -252,23 +245,27 @@ pub fn check_out(out: &Path, dirs: &[PathBuf]) -> Result<()> {
     Ok(())
 }
 
-/// `path` made absolute: its longest existing ancestor resolved (symlinks too), the rest
-/// appended as given.
+/// `path` made absolute, component by component: what exists resolved (symlinks too), what
+/// does not yet taken as written, `..` removing the last name either way (`x/../s1` is `s1`
+/// even while `x` does not exist: making the output makes `x`, then lands in `s1`).
 fn absolute(path: &Path) -> PathBuf {
-    let joined = std::env::current_dir().unwrap_or_default().join(path);
-    let mut rest = Vec::new();
-    let mut at = joined.as_path();
-    // Bounded by the path's depth: each turn drops one component.
-    loop {
-        if let Ok(real) = at.canonicalize() {
-            return rest.iter().rev().fold(real, |p, c| p.join(c));
-        }
-        match (at.parent(), at.file_name()) {
-            (Some(parent), Some(name)) => {
-                rest.push(name.to_os_string());
-                at = parent;
+    use std::path::Component;
+    let mut at = std::env::current_dir().unwrap_or_default();
+    // Bounded by the path's components: one step each.
+    for c in path.components() {
+        match c {
+            Component::Prefix(_) | Component::CurDir => {}
+            Component::RootDir => at = PathBuf::from("/"),
+            Component::ParentDir => {
+                at.pop();
             }
-            _ => return joined,
+            Component::Normal(name) => {
+                at.push(name);
+                if let Ok(real) = at.canonicalize() {
+                    at = real;
+                }
+            }
         }
     }
+    at
 }
