@@ -184,6 +184,35 @@ fn an_armed_point_the_role_never_announces_is_not_reached_exit_78() {
 }
 
 #[test]
+fn a_closed_stdout_still_leaves_the_published_evidence() {
+    // The table is printed after DIR.partial is renamed to DIR: a reader that stops at the
+    // first line (`| head -1`) cuts the printing, never the evidence.
+    let dir = tempfile::tempdir().unwrap();
+    let file = lab(dir.path(), LAB, JOB);
+    for command in ["driver", "explore"] {
+        let out = Command::new("sh")
+            .args([
+                "-c",
+                &format!("'{BIN}' {command} '{file}' --out o-{command} | head -1"),
+            ])
+            .current_dir(dir.path())
+            .output()
+            .unwrap();
+        assert_eq!(stdout(&out).lines().count(), 1, "{}", stderr(&out));
+        assert!(
+            dir.path()
+                .join(format!("o-{command}/manifest.json"))
+                .is_file(),
+            "{command}"
+        );
+        assert!(
+            !dir.path().join(format!("o-{command}.partial")).exists(),
+            "{command}"
+        );
+    }
+}
+
+#[test]
 fn a_declared_point_no_run_announces_is_not_reached_exit_78() {
     let dir = tempfile::tempdir().unwrap();
     // The job inserts its rows and never announces its point: nothing can crash there.
@@ -194,7 +223,7 @@ fn a_declared_point_no_run_announces_is_not_reached_exit_78() {
     assert_eq!(code(&out), 78, "{}", stdout(&out));
     assert!(
         stdout(&out).contains(
-            "role job declares job.after-insert, which no run announced: NOT-REACHED job.after-insert@1"
+            "role job declares job.after-insert, which the run without a crash never announced, so no case crashed there: NOT-REACHED job.after-insert@1"
         ),
         "{}",
         stdout(&out)

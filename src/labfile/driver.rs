@@ -30,7 +30,15 @@ fn driver_into(
     design: &DesignDef,
     out: &Path,
     named: &Path,
-) -> Result<i32> {
+) -> Result<(i32, String)> {
+    // What the run prints, printed once its evidence is published (docs/exit-codes.md).
+    let mut printed = String::new();
+    macro_rules! said {
+        ($($arg:tt)*) => {{
+            printed.push_str(&format!($($arg)*));
+            printed.push('\n');
+        }};
+    }
     let setup = Setup {
         lab,
         design,
@@ -39,7 +47,7 @@ fn driver_into(
     };
     let mut code = fail::EXIT_OK;
     let mut runs = Vec::new();
-    crate::say!(
+    said!(
         "{:<18} {:>6} {:>5} {:>8}  state",
         "step",
         "expect",
@@ -72,7 +80,7 @@ fn driver_into(
                 (None, Some((got, want))) => format!("{got} (expected {want})"),
                 (None, None) => format!("{} points", step.points.len()),
             };
-            crate::say!(
+            said!(
                 "{:<18} {:>6} {:>5} {:>8.2}  {state}",
                 step.name,
                 expect,
@@ -82,7 +90,7 @@ fn driver_into(
         }
         let found = ran.anomalies();
         let verdict = verdict(design, scenario, &ran, &arms, options.mode);
-        crate::say!(
+        said!(
             "scenario {}: {} (anomalies {})",
             scenario.name,
             verdict,
@@ -106,13 +114,13 @@ fn driver_into(
     } else {
         "FAIL"
     };
-    crate::say!(
+    said!(
         "{word}: lab {} in design {}; evidence in {}",
         lab.id,
         design.name,
         named.display()
     );
-    Ok(code)
+    Ok((code, printed))
 }
 
 /// A driver scenario's verdict: `ok`, or its first step fault, or its anomalies against the

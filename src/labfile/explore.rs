@@ -77,12 +77,13 @@ pub(super) fn designs<'a>(lab: &'a UserLab, given: &str) -> Result<Vec<&'a Desig
 /// `target/lab/`) claimed as `DIR.partial`, locked for this process's life, renamed to DIR
 /// when complete. SIGINT, SIGTERM or SIGHUP kill the roles' process groups, remove the
 /// partial directory and end with exit 130; another error leaves it for inspection.
-/// `body` writes into its first path and names the run by its second.
+/// `body` writes into its first path, names the run by its second, and gives its exit code
+/// and what to print, printed once the evidence is published.
 pub(super) fn into_out(
     lab: &UserLab,
     given: &Option<PathBuf>,
     what: &str,
-    body: impl FnOnce(&Path, &Path) -> Result<i32>,
+    body: impl FnOnce(&Path, &Path) -> Result<(i32, String)>,
 ) -> Result<i32> {
     let out = given.clone().unwrap_or_else(|| {
         PathBuf::from("target/lab").join(format!(
@@ -97,13 +98,14 @@ pub(super) fn into_out(
     if let Some(signal) = crate::interrupt::caught() {
         return Err(crate::interrupt::finish(signal, Some(&partial)));
     }
-    let code = result.map_err(|e| {
+    let (code, printed) = result.map_err(|e| {
         e.context(format!(
             "the run stopped; what it wrote is in {}",
             partial.display()
         ))
     })?;
     crate::engine::evidence::publish(&partial, &out)?;
+    crate::say!("{}", printed.trim_end_matches('\n'));
     Ok(code)
 }
 
@@ -218,7 +220,15 @@ fn explore_into(
     chosen: &[&DesignDef],
     out: &Path,
     named: &Path,
-) -> Result<i32> {
+) -> Result<(i32, String)> {
+    // What the run prints, printed once its evidence is published (docs/exit-codes.md).
+    let mut printed = String::new();
+    macro_rules! said {
+        ($($arg:tt)*) => {{
+            printed.push_str(&format!($($arg)*));
+            printed.push('\n');
+        }};
+    }
     let began = Instant::now();
     let mut cases: Vec<Case> = Vec::new();
     let mut announced_at: Vec<(String, String)> = Vec::new();
@@ -312,7 +322,8 @@ fn explore_into(
             }
         }
     }
-    // A point a role declares and no run announced was never crashed: said, not passed over.
+    // The cases are the points the run without a crash announced: a point a role declares
+    // that it never announced was never crashed, said rather than passed over.
     let mut declared: Vec<(&str, &str)> = Vec::new();
     for scenario in &lab.scenarios {
         for step in &scenario.steps {
@@ -329,7 +340,7 @@ fn explore_into(
     for (role, point) in declared {
         if !announced_at.iter().any(|(_, p)| p == point) {
             unproven.push(format!(
-                "role {role} declares {point}, which no run announced: {}",
+                "role {role} declares {point}, which the run without a crash never announced, so no case crashed there: {}",
                 crate::crash::not_reached_line(point, 1)
             ));
         }
@@ -347,10 +358,10 @@ fn explore_into(
         .map_err(|e| fail::io(format!("writing explore.json: {e}")))?;
     evidence::write(lab, out, "explore", options.mode, runs)?;
     if options.json {
-        crate::say!("{text}");
-        return Ok(code);
+        said!("{text}");
+        return Ok((code, printed));
     }
-    crate::say!(
+    said!(
         "{:<22} {:<12} {:<40} {:<12} {:<12} verdict",
         "design",
         "scenario",
@@ -359,7 +370,7 @@ fn explore_into(
         "predicted"
     );
     for c in &cases {
-        crate::say!(
+        said!(
             "{:<22} {:<12} {:<40} {:<12} {:<12} {}",
             c.design,
             c.scenario,
@@ -370,7 +381,7 @@ fn explore_into(
         );
     }
     for line in &unproven {
-        crate::say!("{line}");
+        said!("{line}");
     }
     let failed = cases.iter().filter(|c| c.verdict != "ok").count() + unproven.len();
     let word = if code == fail::EXIT_OK {
@@ -378,14 +389,14 @@ fn explore_into(
     } else {
         "FAIL"
     };
-    crate::say!(
+    said!(
         "{word}: {} cases, {failed} not as predicted; {:.1} s, {:.1} cases/s; evidence in {}",
         cases.len(),
         seconds,
         cases.len() as f64 / seconds.max(1e-9),
         named.display()
     );
-    Ok(code)
+    Ok((code, printed))
 }
 
 /// 0 when every case is as predicted; 78 when the only misses are points not reached; else 1.
