@@ -6,7 +6,8 @@ use std::path::Path;
 use anyhow::Result;
 
 use super::evidence::{self, RunRecord};
-use super::explore::{designs, into_out, names, step_faults, Options};
+use super::explore::{designs, names, step_faults, Options};
+use super::out::into_out;
 use super::run::ScenarioRun;
 use super::run::{self, Arm, Setup};
 use super::{DesignDef, ScenarioDef, StepDef, UserLab};

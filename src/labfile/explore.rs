@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use serde::Serialize;
 
 use super::evidence::{self, RunRecord};
@@ -71,42 +71,6 @@ pub(super) fn designs<'a>(lab: &'a UserLab, given: &str) -> Result<Vec<&'a Desig
             })
         })
         .collect()
-}
-
-/// Run `body` into the output as every run does: `--out` (or the default under
-/// `target/lab/`) claimed as `DIR.partial`, locked for this process's life, renamed to DIR
-/// when complete. SIGINT, SIGTERM or SIGHUP kill the roles' process groups, remove the
-/// partial directory and end with exit 130; another error leaves it for inspection.
-/// `body` writes into its first path, names the run by its second, and gives its exit code
-/// and what to print, printed once the evidence is published.
-pub(super) fn into_out(
-    lab: &UserLab,
-    given: &Option<PathBuf>,
-    what: &str,
-    body: impl FnOnce(&Path, &Path) -> Result<(i32, String)>,
-) -> Result<i32> {
-    let out = given.clone().unwrap_or_else(|| {
-        PathBuf::from("target/lab").join(format!(
-            "{}-{what}{}",
-            lab.id,
-            crate::engine::driver::utc_stamp()
-        ))
-    });
-    crate::interrupt::catch().context("catching SIGINT and SIGTERM")?;
-    let partial = crate::engine::driver::claim_out(&out)?;
-    let result = body(&partial, &out);
-    if let Some(signal) = crate::interrupt::caught() {
-        return Err(crate::interrupt::finish(signal, Some(&partial)));
-    }
-    let (code, printed) = result.map_err(|e| {
-        e.context(format!(
-            "the run stopped; what it wrote is in {}",
-            partial.display()
-        ))
-    })?;
-    crate::engine::evidence::publish(&partial, &out)?;
-    crate::say!("{}", printed.trim_end_matches('\n'));
-    Ok(code)
 }
 
 /// What a run's steps did wrong, beyond the anomalies: the armed step not crashing where
@@ -208,7 +172,7 @@ pub fn judge(
 /// `crashlab explore FILE`.
 pub fn explore(lab: &UserLab, options: &Options) -> Result<i32> {
     let chosen = designs(lab, &options.designs)?;
-    into_out(lab, &options.out, "explore-", |out, named| {
+    super::out::into_out(lab, &options.out, "explore-", |out, named| {
         explore_into(lab, options, &chosen, out, named)
     })
 }

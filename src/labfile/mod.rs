@@ -7,6 +7,7 @@ mod check;
 pub mod driver;
 pub mod evidence;
 pub mod explore;
+mod out;
 pub mod run;
 mod schema;
 mod value;

@@ -1,0 +1,44 @@
+//! Where a lab file's run writes: `DIR.partial`, claimed and locked as every run's output,
+//! published as DIR when complete, removed when a signal stops the run.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+
+use super::UserLab;
+
+/// Run `body` into the output as every run does: `--out` (or the default under
+/// `target/lab/`) claimed as `DIR.partial`, locked for this process's life, renamed to DIR
+/// when complete. SIGINT, SIGTERM or SIGHUP kill the roles' process groups, remove the
+/// partial directory and end with exit 130; another error leaves it for inspection.
+/// `body` writes into its first path, names the run by its second, and gives its exit code
+/// and what to print, printed once the evidence is published.
+pub(super) fn into_out(
+    lab: &UserLab,
+    given: &Option<PathBuf>,
+    what: &str,
+    body: impl FnOnce(&Path, &Path) -> Result<(i32, String)>,
+) -> Result<i32> {
+    let out = given.clone().unwrap_or_else(|| {
+        PathBuf::from("target/lab").join(format!(
+            "{}-{what}{}",
+            lab.id,
+            crate::engine::driver::utc_stamp()
+        ))
+    });
+    crate::interrupt::catch().context("catching SIGINT and SIGTERM")?;
+    let partial = crate::engine::driver::claim_out(&out)?;
+    let result = body(&partial, &out);
+    if let Some(signal) = crate::interrupt::caught() {
+        return Err(crate::interrupt::finish(signal, Some(&partial)));
+    }
+    let (code, printed) = result.map_err(|e| {
+        e.context(format!(
+            "the run stopped; what it wrote is in {}",
+            partial.display()
+        ))
+    })?;
+    crate::engine::evidence::publish(&partial, &out)?;
+    crate::say!("{}", printed.trim_end_matches('\n'));
+    Ok(code)
+}
