@@ -158,28 +158,33 @@ fn a_point_past_its_bound_says_bounded_and_a_rolled_back_commit_is_a_lost_write(
     });
 }
 
+/// `driver 14` under power loss with store profile `profile`, cut `cut`, seed 3, into `out`.
+fn lossy_driver(d: &Path, profile: &str, cut: &str, out: &str) -> std::process::Output {
+    crashlab(
+        d,
+        &[
+            "driver",
+            "14",
+            "--crash-mode",
+            "power-loss",
+            "--store-profile",
+            profile,
+            "--cut",
+            cut,
+            "--seed",
+            "3",
+            "--out",
+            out,
+        ],
+    )
+}
+
 #[test]
 fn a_lossy_profiles_honest_run_audits_pass_and_a_changed_cut_or_digest_fails() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     for profile in ["journal-delete", "sync-normal"] {
-        let out = crashlab(
-            d,
-            &[
-                "driver",
-                "14",
-                "--crash-mode",
-                "power-loss",
-                "--store-profile",
-                profile,
-                "--cut",
-                "torn",
-                "--seed",
-                "3",
-                "--out",
-                profile,
-            ],
-        );
+        let out = lossy_driver(d, profile, "torn", profile);
         // The acknowledged commit the cut rolled back is gone: the run fails, as documented.
         assert_eq!(code(&out), 1, "{}{}", stdout(&out), stderr(&out));
         let (code_ok, said) = audit(&d.join(profile));
@@ -210,23 +215,7 @@ fn a_lossy_profiles_honest_run_audits_pass_and_a_changed_cut_or_digest_fails() {
         v["verified"] = true.into()
     });
     // A prefix cut's prefix_at, taken out: a missing one is a changed one.
-    let out = crashlab(
-        d,
-        &[
-            "driver",
-            "14",
-            "--crash-mode",
-            "power-loss",
-            "--store-profile",
-            "journal-delete",
-            "--cut",
-            "prefix",
-            "--seed",
-            "3",
-            "--out",
-            "prefix",
-        ],
-    );
+    let out = lossy_driver(d, "journal-delete", "prefix", "prefix");
     assert!(
         d.join("prefix/power-cuts.jsonl").is_file(),
         "{}",

@@ -19,27 +19,21 @@ use crate::fail;
 /// where the file says, its checks read, every invariant held as predicted.
 pub fn driver(lab: &UserLab, options: &Options) -> Result<i32> {
     let design = designs(lab, &options.designs)?[0];
-    into_out(lab, &options.out, "", |out, named| {
-        driver_into(lab, options, design, out, named)
+    into_out(lab, &options.out, "", |out, named, printed| {
+        driver_into(lab, options, design, out, named, printed)
     })
 }
 
-/// The driver's run, written into `out` (the partial directory), published as `named`.
+/// The driver's run, written into `out` (the partial directory), published as `named`;
+/// what it prints goes to `printed`.
 fn driver_into(
     lab: &UserLab,
     options: &Options,
     design: &DesignDef,
     out: &Path,
     named: &Path,
-) -> Result<(i32, String)> {
-    // What the run prints, printed once its evidence is published (docs/exit-codes.md).
-    let mut printed = String::new();
-    macro_rules! said {
-        ($($arg:tt)*) => {{
-            printed.push_str(&format!($($arg)*));
-            printed.push('\n');
-        }};
-    }
+    printed: &mut Vec<String>,
+) -> Result<i32> {
     let setup = Setup {
         lab,
         design,
@@ -48,13 +42,10 @@ fn driver_into(
     };
     let mut code = fail::EXIT_OK;
     let mut runs = Vec::new();
-    said!(
+    printed.push(format!(
         "{:<18} {:>6} {:>5} {:>8}  state",
-        "step",
-        "expect",
-        "exit",
-        "wall_ms"
-    );
+        "step", "expect", "exit", "wall_ms"
+    ));
     for scenario in &lab.scenarios {
         let arms: Vec<Arm> = scenario
             .steps
@@ -81,22 +72,19 @@ fn driver_into(
                 (None, Some((got, want))) => format!("{got} (expected {want})"),
                 (None, None) => format!("{} points", step.points.len()),
             };
-            said!(
+            printed.push(format!(
                 "{:<18} {:>6} {:>5} {:>8.2}  {state}",
-                step.name,
-                expect,
-                step.exit,
-                step.wall_ms
-            );
+                step.name, expect, step.exit, step.wall_ms
+            ));
         }
         let found = ran.anomalies();
         let verdict = verdict(design, scenario, &ran, &arms, options.mode);
-        said!(
+        printed.push(format!(
             "scenario {}: {} (anomalies {})",
             scenario.name,
             verdict,
             names(&found)
-        );
+        ));
         if verdict != "ok" {
             code = fail::EXIT_FAILED;
         }
@@ -115,13 +103,13 @@ fn driver_into(
     } else {
         "FAIL"
     };
-    said!(
+    printed.push(format!(
         "{word}: lab {} in design {}; evidence in {}",
         lab.id,
         design.name,
         named.display()
-    );
-    Ok((code, printed))
+    ));
+    Ok(code)
 }
 
 /// A driver scenario's verdict: `ok`, or its first step fault, or its anomalies against the

@@ -172,27 +172,21 @@ pub fn judge(
 /// `crashlab explore FILE`.
 pub fn explore(lab: &UserLab, options: &Options) -> Result<i32> {
     let chosen = designs(lab, &options.designs)?;
-    super::out::into_out(lab, &options.out, "explore-", |out, named| {
-        explore_into(lab, options, &chosen, out, named)
+    super::out::into_out(lab, &options.out, "explore-", |out, named, printed| {
+        explore_into(lab, options, &chosen, out, named, printed)
     })
 }
 
-/// explore's run, written into `out` (the partial directory), published as `named`.
+/// explore's run, written into `out` (the partial directory), published as `named`;
+/// what it prints goes to `printed`.
 fn explore_into(
     lab: &UserLab,
     options: &Options,
     chosen: &[&DesignDef],
     out: &Path,
     named: &Path,
-) -> Result<(i32, String)> {
-    // What the run prints, printed once its evidence is published (docs/exit-codes.md).
-    let mut printed = String::new();
-    macro_rules! said {
-        ($($arg:tt)*) => {{
-            printed.push_str(&format!($($arg)*));
-            printed.push('\n');
-        }};
-    }
+    printed: &mut Vec<String>,
+) -> Result<i32> {
     let began = Instant::now();
     let mut cases: Vec<Case> = Vec::new();
     let mut announced_at: Vec<(String, String)> = Vec::new();
@@ -322,19 +316,15 @@ fn explore_into(
         .map_err(|e| fail::io(format!("writing explore.json: {e}")))?;
     evidence::write(lab, out, "explore", options.mode, runs)?;
     if options.json {
-        said!("{text}");
-        return Ok((code, printed));
+        printed.push(text);
+        return Ok(code);
     }
-    said!(
+    printed.push(format!(
         "{:<22} {:<12} {:<40} {:<12} {:<12} verdict",
-        "design",
-        "scenario",
-        "crash at",
-        "found",
-        "predicted"
-    );
+        "design", "scenario", "crash at", "found", "predicted"
+    ));
     for c in &cases {
-        said!(
+        printed.push(format!(
             "{:<22} {:<12} {:<40} {:<12} {:<12} {}",
             c.design,
             c.scenario,
@@ -342,10 +332,10 @@ fn explore_into(
             names(&c.anomalies),
             names(&c.predicted),
             c.verdict
-        );
+        ));
     }
     for line in &unproven {
-        said!("{line}");
+        printed.push(line.clone());
     }
     let failed = cases.iter().filter(|c| c.verdict != "ok").count() + unproven.len();
     let word = if code == fail::EXIT_OK {
@@ -353,14 +343,14 @@ fn explore_into(
     } else {
         "FAIL"
     };
-    said!(
+    printed.push(format!(
         "{word}: {} cases, {failed} not as predicted; {:.1} s, {:.1} cases/s; evidence in {}",
         cases.len(),
         seconds,
         cases.len() as f64 / seconds.max(1e-9),
         named.display()
-    );
-    Ok((code, printed))
+    ));
+    Ok(code)
 }
 
 /// 0 when every case is as predicted; 78 when the only misses are points not reached; else 1.

@@ -11,13 +11,13 @@ use super::UserLab;
 /// `target/lab/`) claimed as `DIR.partial`, locked for this process's life, renamed to DIR
 /// when complete. SIGINT, SIGTERM or SIGHUP kill the roles' process groups, remove the
 /// partial directory and end with exit 130; another error leaves it for inspection.
-/// `body` writes into its first path, names the run by its second, and gives its exit code
-/// and what to print, printed once the evidence is published.
+/// `body` writes into its first path, names the run by its second, puts what the run prints
+/// in its third (printed once the evidence is published), and gives the exit code.
 pub(super) fn into_out(
     lab: &UserLab,
     given: &Option<PathBuf>,
     what: &str,
-    body: impl FnOnce(&Path, &Path) -> Result<(i32, String)>,
+    body: impl FnOnce(&Path, &Path, &mut Vec<String>) -> Result<i32>,
 ) -> Result<i32> {
     let out = given.clone().unwrap_or_else(|| {
         PathBuf::from("target/lab").join(format!(
@@ -28,17 +28,20 @@ pub(super) fn into_out(
     });
     crate::interrupt::catch().context("catching SIGINT and SIGTERM")?;
     let partial = crate::engine::driver::claim_out(&out)?;
-    let result = body(&partial, &out);
+    let mut printed = Vec::new();
+    let result = body(&partial, &out, &mut printed);
     if let Some(signal) = crate::interrupt::caught() {
         return Err(crate::interrupt::finish(signal, Some(&partial)));
     }
-    let (code, printed) = result.map_err(|e| {
+    let code = result.map_err(|e| {
         e.context(format!(
             "the run stopped; what it wrote is in {}",
             partial.display()
         ))
     })?;
     crate::engine::evidence::publish(&partial, &out)?;
-    crate::say!("{}", printed.trim_end_matches('\n'));
+    for line in &printed {
+        crate::say!("{line}");
+    }
     Ok(code)
 }

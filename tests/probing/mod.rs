@@ -156,14 +156,6 @@ pub fn row(stdout: &str, check: &str) -> (String, String) {
 /// Replace a file of an evidence directory and give manifest.json its new digest, as a
 /// careful forger would: only the audit's own derivation can catch the change then.
 pub fn forge(dir: &Path, rel: &str, text: &str) {
-    use sha2::{Digest, Sha256};
     fs::write(dir.join(rel), text).unwrap();
-    let digest = Sha256::digest(text.as_bytes())
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect::<String>();
-    let path = dir.join("manifest.json");
-    let mut manifest: Value = serde_json::from_str(&fs::read_to_string(&path).unwrap()).unwrap();
-    manifest["files"][rel] = Value::String(digest);
-    fs::write(path, serde_json::to_string_pretty(&manifest).unwrap()).unwrap();
+    super::common::forge_manifest_entry(dir, rel);
 }
