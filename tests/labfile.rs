@@ -483,8 +483,104 @@ fn a_lab_file_run_audits_and_a_changed_store_or_exit_fails() {
     value["runs"][0]["run"]["steps"][2]["exit"] = 1.into();
     std::fs::write(&record, serde_json::to_vec(&value).unwrap()).unwrap();
     audit_fails(&o, "two-orders: verdict 'ok' recorded, the evidence gives 'step consumer (role consumer): exit 1, expected 0'");
-    // A lab file's run is audited offline only: --rerun refuses it in one line.
-    let out = crashlab(root, &["audit", "--rerun", o.to_str().unwrap()]);
-    assert_eq!(code(&out), 2, "{}", stderr(&out));
+}
+
+#[test]
+fn audit_rerun_runs_a_lab_file_again_and_finds_code_that_changed_since() {
+    let dir = tempfile::tempdir().unwrap();
+    lab(dir.path(), LAB, JOB);
+    let out = crashlab(dir.path(), &["driver", "crashlab.toml", "--out", "drove"]);
+    assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
+    // No path of the machine in the record: the command, the lab file and each step's
+    // command line are as given, with their placeholders.
+    let record = std::fs::read_to_string(dir.path().join("drove/labfile.json")).unwrap();
+    let tmp = dir.path().display().to_string();
+    assert!(!record.contains(&tmp), "{record}");
+    assert!(record.contains("\"{lab}/job.sh\""), "{record}");
+    let rerun = |cwd: &Path, at: &str| crashlab(cwd, &["audit", "--rerun", at]);
+    let out = rerun(dir.path(), "drove");
+    assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
+    assert!(stdout(&out).contains("rerun PASS"), "{}", stdout(&out));
+    // Run from elsewhere, the lab file is not found: said in one line, exit 2.
+    let drove = dir.path().join("drove");
+    let out = rerun(
+        Path::new(env!("CARGO_MANIFEST_DIR")),
+        drove.to_str().unwrap(),
+    );
+    assert_eq!(code(&out), 2, "{}{}", stdout(&out), stderr(&out));
     assert_eq!(stderr(&out).lines().count(), 1, "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("the lab file crashlab.toml is not readable from here"),
+        "{}",
+        stderr(&out)
+    );
+    // The role's code changed since the run (a third row), the lab file did not: the offline
+    // audit still passes, the rerun finds the check's value and the verdict moved.
+    std::fs::write(dir.path().join("job.sh"), JOB.replace("1 2", "1 2 3")).unwrap();
+    let out = crashlab(dir.path(), &["audit", "drove"]);
+    assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
+    let out = rerun(dir.path(), "drove");
+    assert_eq!(code(&out), 1, "{}{}", stdout(&out), stderr(&out));
+    let text = stdout(&out);
+    assert!(text.contains("rerun: exit 1 after"), "{text}");
+    assert!(
+        text.contains(".check[0]: recorded \"2\", rerun \"3\""),
+        "{text}"
+    );
+    assert!(text.contains("rerun FAIL"), "{text}");
+    // The lab file changed since the run: refused before anything runs.
+    let file = dir.path().join("crashlab.toml");
+    std::fs::write(&file, format!("{LAB}# changed\n")).unwrap();
+    let out = rerun(dir.path(), "drove");
+    assert_eq!(code(&out), 2, "{}{}", stdout(&out), stderr(&out));
+    assert_eq!(stderr(&out).lines().count(), 1, "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("changed since the run"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn the_shell_inbox_example_duplicates_exactly_where_predicted_and_reruns_pass() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let dir = tempfile::tempdir().unwrap();
+    let o = dir.path().join("o");
+    let out = crashlab(
+        root,
+        &[
+            "explore",
+            "examples/shell-inbox/crashlab.toml",
+            "--variants",
+            "all",
+            "--json",
+            "--out",
+            o.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
+    let report: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let cases = report["cases"].as_array().unwrap();
+    // Two designs, each a run without a crash and three messages of two points each.
+    assert_eq!(cases.len(), 14, "{cases:?}");
+    let broke: Vec<String> = cases
+        .iter()
+        .filter(|c| !c["anomalies"].as_array().unwrap().is_empty())
+        .map(|c| format!("{} {} {}", c["design"], c["at"], c["anomalies"]))
+        .collect();
+    assert_eq!(
+        broke,
+        (1..=3)
+            .map(|hit| format!(r#""no-inbox" "consumer:consumer.after-apply@{hit}" ["duplicate"]"#))
+            .collect::<Vec<_>>()
+    );
+    // The evidence audits PASS and the run, done again, gives the same lines and rows.
+    let out = crashlab(root, &["audit", "--rerun", o.to_str().unwrap()]);
+    assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
+    assert!(
+        stdout(&out).contains("PASS: lab file shell-inbox (explore), 14 scenario runs"),
+        "{}",
+        stdout(&out)
+    );
+    assert!(stdout(&out).contains("rerun PASS"), "{}", stdout(&out));
 }

@@ -97,7 +97,7 @@ fn driver_into(
             verdict,
         });
     }
-    evidence::write(lab, out, "driver", options.mode, runs)?;
+    evidence::write(lab, out, "driver", options.mode, &options.command, runs)?;
     let word = if code == fail::EXIT_OK {
         "PASS"
     } else {

@@ -26,7 +26,8 @@ pub struct Record {
     pub command: Vec<String>,
     /// `driver` or `explore`.
     pub kind: String,
-    /// The lab file as given, and the SHA-256 of its copy.
+    /// The lab file as given (an absolute path by its name only), and the SHA-256 of its
+    /// copy.
     pub lab_file: String,
     pub lab_sha256: String,
     pub mode: Mode,
@@ -60,6 +61,7 @@ pub fn write(
     out: &Path,
     kind: &str,
     mode: Mode,
+    command: &[String],
     runs: Vec<RunRecord>,
 ) -> Result<()> {
     let text = std::fs::read_to_string(&lab.path)
@@ -87,9 +89,9 @@ pub fn write(
     }
     let record = Record {
         version: env!("CARGO_PKG_VERSION").to_string(),
-        command: std::env::args().collect(),
+        command: command.to_vec(),
         kind: kind.to_string(),
-        lab_file: lab.path.display().to_string(),
+        lab_file: evidence::recorded_path(&lab.path),
         lab_sha256: lab_sha256(&text),
         mode,
         runs,

@@ -26,6 +26,8 @@ pub struct Options {
     pub out: Option<PathBuf>,
     pub timeout: Duration,
     pub json: bool,
+    /// The command line as the evidence records it (`crashlab` first, no machine path).
+    pub command: Vec<String>,
 }
 
 /// One case: a scenario of a design, crashed at one point and hit of one step (or not at all).
@@ -305,16 +307,19 @@ fn explore_into(
     }
     let seconds = began.elapsed().as_secs_f64();
     let code = exit_code(&cases, &unproven);
+    // The same keys as a built-in lab's explore.json (`wall_ms`, `cases_per_s`), and no
+    // path of the machine: an absolute path is recorded by its name.
     let report = serde_json::json!({
-        "lab": lab.id, "file": lab.path.display().to_string(), "crash_mode": options.mode.name(),
-        "cases": cases, "unproven": unproven, "seconds": seconds,
-        "cases_per_second": cases.len() as f64 / seconds.max(1e-9), "exit": code,
-        "out": named.display().to_string(),
+        "lab": lab.id, "file": crate::engine::evidence::recorded_path(&lab.path),
+        "crash_mode": options.mode.name(),
+        "cases": cases, "unproven": unproven, "wall_ms": seconds * 1000.0,
+        "cases_per_s": cases.len() as f64 / seconds.max(1e-9), "exit": code,
+        "out": crate::engine::evidence::recorded_path(named),
     });
     let text = serde_json::to_string_pretty(&report)?;
     std::fs::write(out.join("explore.json"), &text)
         .map_err(|e| fail::io(format!("writing explore.json: {e}")))?;
-    evidence::write(lab, out, "explore", options.mode, runs)?;
+    evidence::write(lab, out, "explore", options.mode, &options.command, runs)?;
     if options.json {
         printed.push(text);
         return Ok(code);

@@ -149,8 +149,39 @@ pub fn scenario(
     })
 }
 
+/// What a command line's placeholders `{lab}`, `{run}` and `{crashlab}` stand for.
+pub struct Places {
+    pub lab: String,
+    pub run: String,
+    pub crashlab: String,
+}
+
+impl Places {
+    /// The paths of this machine: the lab file's directory, the scenario's directory, this
+    /// program.
+    pub fn real(lab: &UserLab, dir: &Path) -> Places {
+        Places {
+            lab: lab.dir.display().to_string(),
+            run: dir.display().to_string(),
+            crashlab: std::env::current_exe()
+                .map(|p| p.display().to_string())
+                .unwrap_or_else(|_| "crashlab".into()),
+        }
+    }
+
+    /// The placeholders themselves: what evidence and `lab show` record, so that no path of
+    /// the machine is written and the audit derives the same line from the lab file's copy.
+    pub fn recorded() -> Places {
+        Places {
+            lab: "{lab}".into(),
+            run: "{run}".into(),
+            crashlab: "{crashlab}".into(),
+        }
+    }
+}
+
 /// A role's command line with its placeholders filled in.
-pub fn argv(lab: &UserLab, design: &DesignDef, role: &str, dir: &Path) -> Vec<String> {
+pub fn argv(lab: &UserLab, design: &DesignDef, role: &str, places: &Places) -> Vec<String> {
     let Some(role) = lab.role(role) else {
         return Vec::new();
     };
@@ -161,24 +192,17 @@ pub fn argv(lab: &UserLab, design: &DesignDef, role: &str, dir: &Path) -> Vec<St
             continue;
         }
         let mut text = item
-            .replace("{lab}", &lab.dir.display().to_string())
-            .replace("{run}", &dir.display().to_string())
+            .replace("{lab}", &places.lab)
+            .replace("{run}", &places.run)
             .replace("{design}", &design.name)
-            .replace("{crashlab}", &crashlab_exe());
+            .replace("{crashlab}", &places.crashlab);
         for store in &lab.stores {
-            let path = dir.join(&store.file).display().to_string();
+            let path = format!("{}/{}", places.run, store.file);
             text = text.replace(&format!("{{store.{}}}", store.name), &path);
         }
         argv.push(text);
     }
     argv
-}
-
-/// This program, whole: `{crashlab}`, for a shell role's `crashlab point NAME`.
-fn crashlab_exe() -> String {
-    std::env::current_exe()
-        .map(|p| p.display().to_string())
-        .unwrap_or_else(|_| "crashlab".into())
 }
 
 fn run_role(
@@ -189,7 +213,7 @@ fn run_role(
     role: &str,
     arm: Option<(&String, u32)>,
 ) -> Result<StepRun> {
-    let argv = argv(setup.lab, setup.design, role, dir);
+    let argv = argv(setup.lab, setup.design, role, &Places::real(setup.lab, dir));
     let stem = stem(index, name);
     let (out, err) = (
         dir.join(format!("{stem}.stdout.txt")),
@@ -212,7 +236,7 @@ fn run_role(
     let mut run = StepRun {
         name: name.to_string(),
         role: role.to_string(),
-        argv: argv.clone(),
+        argv: self::argv(setup.lab, setup.design, role, &Places::recorded()),
         exit: ended.exit,
         timed_out: ended.timed_out,
         wall_ms: ended.wall_ms,

@@ -39,7 +39,7 @@ pub fn to_value(lab: &UserLab) -> LabValue {
                     } => StepValue {
                         name: name.clone(),
                         role: role.clone(),
-                        args: super::run::argv(lab, design, role, std::path::Path::new("{run}"))
+                        args: super::run::argv(lab, design, role, &super::run::Places::recorded())
                             .into_iter()
                             .skip(1)
                             .collect(),

@@ -238,13 +238,6 @@ pub fn run(command: Command) -> Result<i32> {
             Ok(fail::EXIT_OK)
         }
         Command::Audit {
-            dir, rerun: true, ..
-        } if dir.join(crate::labfile::evidence::RECORD).exists() => Err(fail::usage(format!(
-            "audit --rerun {}: a lab file's run is audited offline only (crashlab audit {})",
-            dir.display(),
-            dir.display()
-        ))),
-        Command::Audit {
             dir,
             json,
             strict_sources,
@@ -302,5 +295,8 @@ fn labfile_options(
         out,
         timeout: std::time::Duration::from_millis(step_timeout_ms),
         json,
+        command: std::iter::once("crashlab".to_string())
+            .chain(recorded_args())
+            .collect(),
     })
 }

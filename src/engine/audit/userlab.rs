@@ -127,7 +127,19 @@ fn check_run(report: &mut Report, tree: &Tree, lab: &UserLab, record: &Record, r
     {
         let at = format!("{dir}/{}", run::stem(i, def.name()));
         match def {
-            StepDef::Run { .. } => {
+            StepDef::Run { role, .. } => {
+                // The command line is recorded with its placeholders, so the lab file's copy
+                // gives it again, word for word.
+                let argv = run::argv(lab, design, role, &run::Places::recorded());
+                if argv != step.argv {
+                    report.problem(
+                        RECORD,
+                        format!(
+                            "{dir}: step {}: command {:?} recorded, the lab file's role {role} in design {} gives {argv:?}",
+                            step.name, step.argv, design.name
+                        ),
+                    );
+                }
                 let events = format!("{at}.events.jsonl");
                 tree.bytes(report, &format!("{at}.stdout.txt"));
                 let Some(bytes) = tree.bytes(report, &events) else {

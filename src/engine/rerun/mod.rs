@@ -3,13 +3,14 @@
 //! runs (README, "`audit --rerun`"). The offline audit runs first; both verdicts are
 //! reported, and the exit code is 0 only when both pass.
 //!
-//! runner: what DIR records and the rerun itself; normalise: what legitimately varies;
+//! runner: what DIR records and the rerun itself; lab_file: a lab file's run found again; normalise: what legitimately varies;
 //! compare: lines and JSON fields by normalised value; pair: which item of one run goes
 //! with which of the other; rows: a kept database's rows as
 //! lines; scope: what each kind of evidence can compare; tree: the two directories side by
 //! side.
 
 pub mod compare;
+pub mod lab_file;
 pub mod normalise;
 pub mod pair;
 pub mod rows;
@@ -75,7 +76,10 @@ fn shell_words(command: &[String]) -> String {
 
 /// Rerun and compare; the offline audit's report is the caller's.
 fn rerun_and_compare(dir: &Path, recorded: &runner::Recorded) -> Result<Report> {
-    let scope = scope::Scope::new(recorded.kind, &recorded.lab);
+    let mut scope = scope::Scope::new(recorded.kind, &recorded.lab);
+    if let Some(whole) = &recorded.lab_file {
+        scope = scope.lab_file(whole, &recorded.lab);
+    }
     let rerun = runner::rerun(recorded, dir)?;
     let started = Instant::now();
     let mut cmp = Comparison::default();
@@ -106,7 +110,7 @@ fn rerun_and_compare(dir: &Path, recorded: &runner::Recorded) -> Result<Report> 
         ),
     }
     let mut not_compared = Vec::new();
-    if recorded.kind == Kind::Driver {
+    if recorded.kind == Kind::Driver && recorded.lab_file.is_none() {
         not_compared.push(scope::PICTURES_NOT_COMPARED.to_string());
     }
     if recorded.kind == Kind::Chaos {

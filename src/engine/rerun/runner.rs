@@ -47,7 +47,12 @@ pub struct Recorded {
     pub kind: Kind,
     /// The recorded command line, `crashlab` first.
     pub command: Vec<String>,
+    /// What the rerun runs after `crashlab`: the recorded command, but a lab file's path
+    /// made whole (the rerun starts in a temporary directory).
+    args: Vec<String>,
     pub lab: String,
+    /// A lab file's run: the lab file found again, unchanged since the run.
+    pub lab_file: Option<PathBuf>,
     /// `--out` as recorded (None: the default under target/lab/).
     out: Option<PathBuf>,
     /// explore's `--work-dir`, made before the rerun so that it exists.
@@ -106,7 +111,20 @@ fn read_json(dir: &Path, name: &str) -> Result<serde_json::Value> {
 /// The command DIR records, checked by the CLI's own parser. Every failure is a usage
 /// error: one line, exit 2.
 pub fn recorded(dir: &Path) -> Result<Recorded> {
-    let (kind, source) = if is_file(&dir.join("explore.json")) {
+    let (kind, source) = if is_file(&dir.join(crate::labfile::evidence::RECORD)) {
+        let record = read_json(dir, crate::labfile::evidence::RECORD)?;
+        match record.get("kind").and_then(|k| k.as_str()) {
+            Some("driver") => (Kind::Driver, crate::labfile::evidence::RECORD),
+            Some("explore") => (Kind::Explore, crate::labfile::evidence::RECORD),
+            other => {
+                return Err(fail::usage(format!(
+                    "{}/{}: kind {other:?} is neither driver nor explore",
+                    dir.display(),
+                    crate::labfile::evidence::RECORD
+                )))
+            }
+        }
+    } else if is_file(&dir.join("explore.json")) {
         (Kind::Explore, "explore.json")
     } else if is_file(&dir.join("chaos.json")) {
         (Kind::Chaos, "processes.json")
@@ -134,11 +152,27 @@ pub fn recorded(dir: &Path) -> Result<Recorded> {
             .ok_or_else(|| fail::usage(format!("{where_}: command holds a non-string")))?,
         None => return Err(fail::usage(format!("{where_}: records no command"))),
     };
+    let lab_file = match source == crate::labfile::evidence::RECORD {
+        true => Some(super::lab_file::found_again(&value, &where_)?),
+        false => None,
+    };
     let lab = value
-        .get("lab")
+        .get(if lab_file.is_some() {
+            "lab_file"
+        } else {
+            "lab"
+        })
         .and_then(|l| l.as_str())
         .unwrap_or("?")
         .to_string();
+    let args = match &lab_file {
+        Some(found) => super::lab_file::whole_path(&command, &lab, found).ok_or_else(|| {
+            fail::usage(format!(
+                "{where_}: command {command:?} names no lab file {lab}"
+            ))
+        })?,
+        None => command[1.min(command.len())..].to_vec(),
+    };
     let parsed = Cli::parse_recorded(&command).map_err(|reason| match reason {
         None => fail::usage(format!(
             "{where_}: command {command:?} does not start with crashlab"
@@ -150,6 +184,9 @@ pub fn recorded(dir: &Path) -> Result<Recorded> {
     })?;
     // An unknown lab is a malformed command too: said here, not after a rerun that fails.
     let known = |name: &str| {
+        if lab_file.is_some() {
+            return Ok(());
+        }
         crate::engine::registry::find(name)
             .map(|_| ())
             .map_err(|e| fail::usage(format!("{where_}: {}", fail::one_line(&e))))
@@ -208,7 +245,9 @@ pub fn recorded(dir: &Path) -> Result<Recorded> {
     Ok(Recorded {
         kind,
         command,
+        args,
         lab,
+        lab_file,
         out,
         work_dir,
         up,
@@ -289,7 +328,7 @@ pub fn rerun(recorded: &Recorded, dir: &Path) -> Result<Rerun> {
     let stderr = temp.path().join("rerun.stderr.txt");
     let started = process::spawn_with(
         &exe,
-        &recorded.command[1..],
+        &recorded.args,
         &cwd,
         &stdout,
         &stderr,

@@ -72,6 +72,9 @@ pub struct Scope {
     /// (scenario, step) of the driver's snapshots taken while a background process of the
     /// scenario ran (the lab's own definition says which steps run in the background).
     background: BTreeSet<(String, String)>,
+    /// A lab file's run: its path as the rerun records it (it ran the lab file by its whole
+    /// path, recorded by name) and as DIR records it. The same file: its SHA-256 was checked.
+    lab_file: Option<(String, String)>,
 }
 
 impl Scope {
@@ -84,7 +87,45 @@ impl Scope {
                 .collect(),
             _ => BTreeSet::new(),
         };
-        Scope { kind, background }
+        Scope {
+            kind,
+            background,
+            lab_file: None,
+        }
+    }
+
+    /// A lab file's run, rerun with the lab file's whole path `whole`, recorded as `recorded`.
+    pub fn lab_file(mut self, whole: &std::path::Path, recorded: &str) -> Scope {
+        let rerun = crate::engine::evidence::recorded_path(whole);
+        self.lab_file = Some((rerun, recorded.to_string()));
+        self
+    }
+
+    /// The rerun's record of a lab file's run names the lab file as DIR does: at `lab_file`
+    /// and `file`, and in `command`, where the rerun's path stands for the recorded one.
+    pub fn relabel(&self, rel: &str, value: &mut Value) {
+        let Some((rerun, recorded)) = &self.lab_file else {
+            return;
+        };
+        if rel != crate::labfile::evidence::RECORD && rel != "explore.json" {
+            return;
+        }
+        let Some(object) = value.as_object_mut() else {
+            return;
+        };
+        for key in ["lab_file", "file"] {
+            if object.get(key).and_then(Value::as_str) == Some(rerun.as_str()) {
+                object.insert(key.to_string(), Value::String(recorded.clone()));
+            }
+        }
+        if let Some(Value::Array(words)) = object.get_mut("command") {
+            for word in words.iter_mut().skip(2) {
+                if word.as_str() == Some(rerun.as_str()) {
+                    *word = Value::String(recorded.clone());
+                    break;
+                }
+            }
+        }
     }
 
     pub fn rule(&self, rel: &str) -> Rule {

@@ -147,10 +147,11 @@ fn file(
             serde_json::from_str::<Value>(&tb),
         )
     });
-    let Some((Ok(ja), Ok(jb))) = parsed else {
+    let Some((Ok(ja), Ok(mut jb))) = parsed else {
         compare::text(cmp, rel, &ta, &tb);
         return Ok(());
     };
+    scope.relabel(rel, &mut jb);
     let (ja, jb) = match rule {
         Rule::Only(paths) => (scope::only(&ja, paths), scope::only(&jb, paths)),
         Rule::AllBut(keys) => (scope::all_but(&ja, keys), scope::all_but(&jb, keys)),

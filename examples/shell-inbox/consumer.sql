@@ -1,0 +1,2 @@
+CREATE TABLE inbox (msg_id TEXT PRIMARY KEY);
+CREATE TABLE ledger (msg_id TEXT NOT NULL, amount INTEGER NOT NULL);
