@@ -336,6 +336,40 @@ fn a_role_that_tears_its_events_line_is_recorded_as_such() {
 }
 
 #[test]
+fn a_role_that_floods_its_stdout_is_killed_at_the_bound_not_at_its_timeout() {
+    let dir = tempfile::tempdir().unwrap();
+    // 100 MB of output, then a wait far past the step's bound: only a bound checked while the
+    // role runs kills it before its timeout. The output is finite, so a broken bound costs
+    // 100 MB and a timeout, never a full disk.
+    let job = "head -c 100000000 /dev/zero\nsleep 60\n";
+    let file = lab(dir.path(), LAB, job);
+    let o = dir.path().join("o");
+    let args = ["driver", &file, "--step-timeout-ms", "20000", "--out"];
+    let out = crashlab(dir.path(), &[&args[..], &[o.to_str().unwrap()]].concat());
+    assert_eq!(code(&out), 1, "{}{}", stdout(&out), stderr(&out));
+    let record: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(o.join("labfile.json")).unwrap()).unwrap();
+    let step = &record["runs"][0]["run"]["steps"][0];
+    assert_eq!(step["timed_out"], false, "{step}");
+    assert_eq!(step["exit"], 137, "{step}");
+    let fault = step["faults"][0].as_str().unwrap();
+    assert!(
+        fault.starts_with("its stdout ran past 67108864 bytes (")
+            && fault.ends_with("); killed there"),
+        "{fault}"
+    );
+    let size = std::fs::metadata(o.join("two-rows/01-job.stdout.txt"))
+        .unwrap()
+        .len();
+    assert!(size > 67_108_864 && size < 100_000_000, "{size}");
+    assert!(
+        stdout(&out).contains("step job (role job)"),
+        "{}",
+        stdout(&out)
+    );
+}
+
+#[test]
 fn the_python_outbox_example_breaks_exactly_where_predicted() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let dir = tempfile::tempdir().unwrap();

@@ -232,7 +232,15 @@ fn run_role(
         Some(&process::events_file(&out)),
         &env,
     )?;
-    let ended = process::wait_bounded(started.pid, started.started, setup.timeout)?;
+    // The role's output is bounded while it runs, not only once it ends: a role that floods
+    // is killed, with its group, a watch slice past the bound at most.
+    let flooded = || {
+        [&out, &err]
+            .iter()
+            .any(|f| std::fs::metadata(f).is_ok_and(|m| m.len() > OUTPUT_BYTES_MAX))
+    };
+    let (ended, stopped) =
+        process::wait_watched(started.pid, started.started, setup.timeout, &flooded)?;
     let mut run = StepRun {
         name: name.to_string(),
         role: role.to_string(),
@@ -249,8 +257,9 @@ fn run_role(
     for (what, file) in [("stdout", &out), ("stderr", &err)] {
         let size = std::fs::metadata(file).map_or(0, |m| m.len());
         if size > OUTPUT_BYTES_MAX {
+            let killed = if stopped { "; killed there" } else { "" };
             run.faults.push(format!(
-                "its {what} ran past {OUTPUT_BYTES_MAX} bytes ({size})"
+                "its {what} ran past {OUTPUT_BYTES_MAX} bytes ({size}){killed}"
             ));
         }
     }

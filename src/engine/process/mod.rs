@@ -19,7 +19,7 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 
 pub use rustix::process::Signal;
-pub use wait::{decode_status, wait_bounded, waitid_nowait};
+pub use wait::{decode_status, wait_bounded, wait_watched, waitid_nowait};
 
 /// Every child spawned here and not reaped yet: what `kill_all` ends when a run is
 /// interrupted along a path that forgot one.

@@ -74,6 +74,8 @@ pub fn decode_status(status: libc::c_int) -> (i32, Option<i32>) {
 enum Waited {
     Exited,
     TimedOut,
+    /// The caller's watch said stop (a role flooding its output past a bound).
+    Stopped,
     /// SIGINT or SIGTERM reached the run first.
     Interrupted(libc::c_int),
 }
@@ -81,9 +83,44 @@ enum Waited {
 /// Wait for an already spawned child with a bound, killing it when the bound passes. When
 /// the run is interrupted the child is killed and reaped, and the error is `Interrupted`.
 pub fn wait_bounded(pid: libc::pid_t, started: Instant, timeout: Duration) -> Result<Ended> {
-    let waited = match exited_within(pid, timeout) {
+    wait_inner(pid, started, timeout, None).map(|(ended, _)| ended)
+}
+
+/// How often a watched wait asks its watch: a role writing at disk speed writes at most this
+/// long past the bound the watch checks.
+const WATCH_SLICE: Duration = Duration::from_millis(20);
+
+/// `wait_bounded`, asking `stop` every WATCH_SLICE while the child runs; when it says stop, the
+/// child and its group are killed as on a timeout, and the second value is true.
+pub fn wait_watched(
+    pid: libc::pid_t,
+    started: Instant,
+    timeout: Duration,
+    stop: &dyn Fn() -> bool,
+) -> Result<(Ended, bool)> {
+    wait_inner(pid, started, timeout, Some(stop))
+}
+
+/// A watch, and how often it is asked; none: the wait wakes only to look at the interrupt
+/// flag.
+type Watch<'a> = Option<&'a dyn Fn() -> bool>;
+
+fn slice_of(stop: Watch<'_>) -> Duration {
+    match stop {
+        Some(_) => WATCH_SLICE,
+        None => WAKE_SLICE,
+    }
+}
+
+fn wait_inner(
+    pid: libc::pid_t,
+    started: Instant,
+    timeout: Duration,
+    stop: Watch<'_>,
+) -> Result<(Ended, bool)> {
+    let waited = match exited_within(pid, timeout, stop) {
         Some(waited) => waited,
-        None => wait_with_thread(pid, timeout)?,
+        None => wait_with_thread(pid, timeout, stop)?,
     };
     let elapsed = started.elapsed();
     // Still running or a zombie, and not reaped (only wait4 below reaps), so the pid and its
@@ -94,13 +131,14 @@ pub fn wait_bounded(pid: libc::pid_t, started: Instant, timeout: Duration) -> Re
         return Err(anyhow::Error::new(interrupt::Interrupted(signal)));
     }
     let timed_out = waited == Waited::TimedOut;
-    Ok(Ended {
+    let ended = Ended {
         exit,
         signal,
         wall_ms: elapsed.as_secs_f64() * 1000.0,
         max_rss_kb,
         timed_out,
-    })
+    };
+    Ok((ended, waited == Waited::Stopped))
 }
 
 /// The longest a wait sleeps before it looks at the interrupt flag again, should the
@@ -109,7 +147,7 @@ const WAKE_SLICE: Duration = Duration::from_millis(100);
 
 /// Whether `pid` exits within `timeout`, by polling its pidfd and the interrupt self-pipe (no
 /// thread, no reaping); `None` when the kernel has no pidfd_open.
-fn exited_within(pid: libc::pid_t, timeout: Duration) -> Option<Waited> {
+fn exited_within(pid: libc::pid_t, timeout: Duration, stop: Watch<'_>) -> Option<Waited> {
     use rustix::event::{poll, PollFd, PollFlags, Timespec};
     let fd = pidfd_open(Pid::from_raw(pid)?, PidfdFlags::empty()).ok()?;
     // SAFETY: the self-pipe is opened once and never closed while the process runs.
@@ -123,10 +161,13 @@ fn exited_within(pid: libc::pid_t, timeout: Duration) -> Option<Waited> {
         if left.is_zero() {
             break Waited::TimedOut;
         }
+        if stop.is_some_and(|stop| stop()) {
+            break Waited::Stopped;
+        }
         // Without a handler only the pidfd counts.
         let mut polls = vec![PollFd::new(&fd, PollFlags::IN)];
         polls.extend(wake.as_ref().map(|w| PollFd::new(w, PollFlags::IN)));
-        let slice = left.min(WAKE_SLICE).max(Duration::from_millis(1));
+        let slice = left.min(slice_of(stop)).max(Duration::from_millis(1));
         let slice = Timespec {
             tv_sec: slice.as_secs() as i64,
             tv_nsec: i64::from(slice.subsec_nanos()),
@@ -155,13 +196,13 @@ pub(super) fn kill(pid: libc::pid_t) {
 
 /// The same wait on a kernel without pidfds: a thread blocks in waitid (without reaping),
 /// the caller looks at the interrupt flag between slices.
-fn wait_with_thread(pid: libc::pid_t, timeout: Duration) -> Result<Waited> {
+fn wait_with_thread(pid: libc::pid_t, timeout: Duration, stop: Watch<'_>) -> Result<Waited> {
     let (tx, rx) = mpsc::channel();
     let waiter = std::thread::spawn(move || {
         let _ = tx.send(wait_exited(pid));
     });
     let deadline = Instant::now() + timeout;
-    let slices_max = timeout.as_millis() / WAKE_SLICE.as_millis() + 2;
+    let slices_max = timeout.as_millis() / slice_of(stop).as_millis() + 2;
     let mut waited = Waited::TimedOut;
     for _ in 0..slices_max {
         if let Some(signal) = interrupt::caught() {
@@ -172,7 +213,11 @@ fn wait_with_thread(pid: libc::pid_t, timeout: Duration) -> Result<Waited> {
         if left.is_zero() {
             break;
         }
-        match rx.recv_timeout(left.min(WAKE_SLICE)) {
+        if stop.is_some_and(|stop| stop()) {
+            waited = Waited::Stopped;
+            break;
+        }
+        match rx.recv_timeout(left.min(slice_of(stop))) {
             Ok(result) => {
                 result.context("waiting for a child")?;
                 let _ = waiter.join();
