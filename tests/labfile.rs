@@ -618,3 +618,209 @@ fn the_shell_inbox_example_duplicates_exactly_where_predicted_and_reruns_pass() 
     );
     assert!(stdout(&out).contains("rerun PASS"), "{}", stdout(&out));
 }
+
+/// A job that writes two rows and marks itself done; run again, it starts over unless done.
+/// Design one-tx writes all three in one transaction; the two-tx designs write the first row
+/// in a transaction of its own, a moment before the rest.
+const SPLIT_LAB: &str = r#"id = "split"
+title = "Two rows, one or two transactions"
+
+[stores.db]
+sqlite = "db.sqlite"
+schema = "db.sql"
+
+[roles.job]
+command = ["sh", "{lab}/job.sh", "{store.db}", "{crashlab}", "{design}"]
+points = { "job.after-first" = "the first row is durable, the second not yet" }
+
+[[scenarios]]
+name = "restart"
+steps = [{ role = "job" }, { role = "job", name = "job-again" }, { check = "rows" }]
+
+[[checks]]
+name = "rows"
+sql = "SELECT count(*) FROM db.t"
+expect = 2
+
+[[invariants]]
+name = "no row twice"
+anomaly = "duplicate"
+sql = "SELECT n FROM db.t GROUP BY n HAVING count(*) > 1"
+
+[[invariants]]
+name = "both rows"
+anomaly = "lost-write"
+sql = "SELECT count(DISTINCT n) FROM db.t HAVING count(DISTINCT n) < 2"
+
+[[designs]]
+name = "one-tx"
+predict = []
+
+[[designs]]
+name = "two-tx"
+predict = []
+
+[[designs]]
+name = "two-tx-known"
+predict = [{ at = "job.after-first", anomalies = ["duplicate"] }]
+"#;
+
+const SPLIT_JOB: &str = r#"db=$1; crashlab=$2; design=$3
+[ "$(sqlite3 "$db" "SELECT count(*) FROM done")" = 1 ] && exit 0
+if [ "$design" = one-tx ]; then
+  sqlite3 "$db" <<'SQL'
+BEGIN IMMEDIATE;
+INSERT INTO t VALUES (1);
+.shell sleep 0.2
+INSERT INTO t VALUES (2);
+INSERT INTO done VALUES (1);
+COMMIT;
+SQL
+  exit $?
+fi
+sqlite3 "$db" "INSERT INTO t VALUES (1)"
+"$crashlab" point job.after-first || exit $?
+sleep 0.2
+sqlite3 "$db" "INSERT INTO t VALUES (2); INSERT INTO done VALUES (1)"
+"#;
+
+#[test]
+fn chaos_kills_a_lab_files_steps_and_finds_the_duplicate_a_split_transaction_makes() {
+    let dir = tempfile::tempdir().unwrap();
+    lab(dir.path(), SPLIT_LAB, SPLIT_JOB);
+    std::fs::write(
+        dir.path().join("db.sql"),
+        "CREATE TABLE t (n INTEGER);\nCREATE TABLE done (n INTEGER);\n",
+    )
+    .unwrap();
+    let chaos = |variant: &str, out: &str| {
+        let args = ["chaos", "crashlab.toml", "--variant", variant];
+        let more = ["--seed", "2", "--runs", "3", "--kills", "1", "--out", out];
+        crashlab(dir.path(), &[&args[..], &more[..]].concat())
+    };
+    let record = |out: &str| -> serde_json::Value {
+        let text = std::fs::read_to_string(dir.path().join(out).join("labfile.json")).unwrap();
+        serde_json::from_str(&text).unwrap()
+    };
+    // One transaction: a kill anywhere leaves both rows or none, and the restart writes them.
+    let out = chaos("one-tx", "one");
+    assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
+    assert!(
+        stdout(&out).contains("PASS: lab split in design one-tx: 4 scenario runs"),
+        "{}",
+        stdout(&out)
+    );
+    let one = record("one");
+    let runs = one["runs"].as_array().unwrap();
+    assert_eq!(one["kind"], "chaos");
+    assert!(
+        runs[0]["kills"].is_null(),
+        "the run without a kill: {}",
+        runs[0]
+    );
+    // Only the first step has a later step of its role to restart it.
+    for run in &runs[1..] {
+        assert_eq!(run["kills"][0]["step"], 0, "{run}");
+    }
+    let killed = |v: &serde_json::Value| {
+        v["runs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| !r["run"]["steps"][0]["killed_after_ms"].is_null())
+            .count()
+    };
+    assert!(killed(&one) >= 2, "{one}");
+    audit_says(
+        &dir.path().join("one"),
+        "PASS: lab file split (chaos), 4 scenario runs",
+    );
+    // Two transactions and no prediction: the kill between them makes a duplicate, a FAIL.
+    let out = chaos("two-tx", "two");
+    assert_eq!(code(&out), 1, "{}{}", stdout(&out), stderr(&out));
+    assert!(
+        stdout(&out).contains("broke (duplicate) where no prediction says so"),
+        "{}",
+        stdout(&out)
+    );
+    audit_says(
+        &dir.path().join("two"),
+        "PASS: lab file split (chaos), 4 scenario runs",
+    );
+    // The same kills, predicted by the design: found where it says, a PASS.
+    let out = chaos("two-tx-known", "known");
+    assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
+    let known = record("known");
+    assert!(stdout(&out).contains("duplicate"), "{}", stdout(&out));
+    // The same seed kills at the same share of the step's wall without a kill, whatever
+    // that wall was in each run.
+    let shares = |v: &serde_json::Value| -> Vec<f64> {
+        let runs = v["runs"].as_array().unwrap();
+        let wall = runs[0]["run"]["steps"][0]["wall_ms"].as_f64().unwrap();
+        runs[1..]
+            .iter()
+            .map(|r| r["kills"][0]["after_ms"].as_f64().unwrap() / wall)
+            .collect()
+    };
+    for (a, b) in shares(&record("two")).iter().zip(shares(&known)) {
+        assert!(
+            (a - b).abs() < 0.02,
+            "{:?} {:?}",
+            shares(&record("two")),
+            shares(&known)
+        );
+    }
+    // A kill moment no kill planned, and a killed step's exit changed: the audit finds both.
+    let mut forged = known.clone();
+    let step = &mut forged["runs"][1]["run"]["steps"][0];
+    assert!(!step["killed_after_ms"].is_null(), "{forged}");
+    step["killed_after_ms"] = 99_999.into();
+    step["exit"] = 0.into();
+    std::fs::write(
+        dir.path().join("known/labfile.json"),
+        serde_json::to_vec(&forged).unwrap(),
+    )
+    .unwrap();
+    let out = crashlab(dir.path(), &["audit", "known"]);
+    assert_eq!(code(&out), 1, "{}{}", stdout(&out), stderr(&out));
+    let text = stdout(&out);
+    assert!(
+        text.contains("recorded as killed after 99999 ms, which no kill of the run plans"),
+        "{text}"
+    );
+    assert!(text.contains("recorded as killed exits 0"), "{text}");
+    // A chaos run is not rerun (where a kill lands is timing): one line, exit 2.
+    let out = crashlab(dir.path(), &["audit", "--rerun", "one"]);
+    assert_eq!(code(&out), 2, "{}{}", stdout(&out), stderr(&out));
+    assert_eq!(stderr(&out).lines().count(), 1, "{}", stderr(&out));
+    // A built-in lab's load option, and a scenario with nothing to restart a kill: refused
+    // before anything runs, one line, exit 2.
+    let out = crashlab(
+        dir.path(),
+        &["chaos", "crashlab.toml", "--messages", "5", "--out", "x"],
+    );
+    assert_eq!(code(&out), 2, "{}{}", stdout(&out), stderr(&out));
+    assert!(
+        stderr(&out).starts_with("crashlab: --messages: a lab file's chaos takes"),
+        "{}",
+        stderr(&out)
+    );
+    let single = SPLIT_LAB.replace(r#"{ role = "job", name = "job-again" }, "#, "");
+    std::fs::write(dir.path().join("crashlab.toml"), single).unwrap();
+    let out = crashlab(dir.path(), &["chaos", "crashlab.toml", "--out", "x"]);
+    assert_eq!(code(&out), 2, "{}{}", stdout(&out), stderr(&out));
+    assert_eq!(stderr(&out).lines().count(), 1, "{}", stderr(&out));
+    assert!(
+        stderr(&out)
+            .contains("scenario restart: no run step is followed by a later step of its role"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!dir.path().join("x").exists() && !dir.path().join("x.partial").exists());
+}
+
+fn audit_says(dir: &Path, line: &str) {
+    let out = crashlab(Path::new("."), &["audit", dir.to_str().unwrap()]);
+    assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
+    assert!(stdout(&out).contains(line), "{}", stdout(&out));
+}

@@ -151,7 +151,8 @@ pub enum Command {
     },
     /// A lab under load (lab 14: sender, publisher and K consumers at once), seeded random SIGKILLs
     Chaos {
-        /// The lab, by number or name; it must have a load profile
+        /// The lab, by number or name (it must have a load profile), or a lab file
+        /// (docs/own-system.md)
         lab: String,
         #[command(flatten)]
         options: crate::engine::load::chaos::Options,

@@ -93,6 +93,7 @@ fn driver_into(
             design: design.name.clone(),
             scenario: scenario.name.clone(),
             arms,
+            kills: Vec::new(),
             run: ran,
             verdict,
         });

@@ -8,7 +8,7 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
-use super::run::{Arm, ScenarioRun};
+use super::run::{Arm, Kill, ScenarioRun};
 use super::UserLab;
 use crate::crash::Mode;
 use crate::engine::evidence;
@@ -24,7 +24,7 @@ pub const COPY_DIR: &str = "lab";
 pub struct Record {
     pub version: String,
     pub command: Vec<String>,
-    /// `driver` or `explore`.
+    /// `driver`, `explore` or `chaos`.
     pub kind: String,
     /// The lab file as given (an absolute path by its name only), and the SHA-256 of its
     /// copy.
@@ -41,6 +41,9 @@ pub struct RunRecord {
     pub design: String,
     pub scenario: String,
     pub arms: Vec<Arm>,
+    /// Under chaos: the steps SIGKILLed and when, drawn from the seed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub kills: Vec<Kill>,
     pub run: ScenarioRun,
     pub verdict: String,
 }

@@ -108,7 +108,8 @@ pub(super) fn step_faults(
                 ));
             }
         }
-        if step.exit != expected {
+        // A step chaos SIGKILLed exits as killed: what it left is for the invariants.
+        if step.exit != expected && step.killed_after_ms.is_none() {
             let why = match (&step.check, step.timed_out) {
                 (Some((got, want)), _) => format!("check gave {got}, expected {want}"),
                 (None, true) => "killed past --step-timeout-ms".to_string(),
@@ -210,6 +211,7 @@ fn explore_into(
                 design: design.name.clone(),
                 scenario: scenario.name.clone(),
                 arms: Vec::new(),
+                kills: Vec::new(),
                 run: ran.clone(),
                 verdict: verdict.clone(),
             });
@@ -245,6 +247,7 @@ fn explore_into(
                     design: design.name.clone(),
                     scenario: scenario.name.clone(),
                     arms: vec![arm.clone()],
+                    kills: Vec::new(),
                     run: ran,
                     verdict: verdict.clone(),
                 });

@@ -3,6 +3,7 @@
 //! and invariants SQL. `load` reads and validates it before any process starts: a mistake is
 //! one line, `FILE:LINE:COL: what`, exit 2. docs/own-system.md holds every key.
 
+pub mod chaos;
 mod check;
 pub mod driver;
 pub mod evidence;

@@ -68,6 +68,9 @@ pub struct StepRun {
     pub faults: Vec<String>,
     /// For a check step: the value read and the one expected.
     pub check: Option<(String, String)>,
+    /// Under chaos: SIGKILLed, with its process group, this long after it started.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub killed_after_ms: Option<u64>,
 }
 
 /// What an invariant's query found after the scenario.
@@ -107,6 +110,13 @@ impl ScenarioRun {
 /// A step to crash: its index in the scenario, the point and hit.
 pub type Arm = (usize, String, u32);
 
+/// A step chaos SIGKILLs: its index in the scenario, and when after its start.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Kill {
+    pub step: usize,
+    pub after_ms: u64,
+}
+
 /// How a scenario runs: in which design, crashing how, each step bounded.
 pub struct Setup<'a> {
     pub lab: &'a UserLab,
@@ -122,6 +132,18 @@ pub fn scenario(
     dir: &Path,
     arms: &[Arm],
 ) -> Result<ScenarioRun> {
+    scenario_killed(setup, scenario, dir, arms, &[])
+}
+
+/// `scenario`, SIGKILLing the steps `kills` names at their moments (chaos): a step that ends
+/// first is not killed.
+pub fn scenario_killed(
+    setup: &Setup<'_>,
+    scenario: &ScenarioDef,
+    dir: &Path,
+    arms: &[Arm],
+    kills: &[Kill],
+) -> Result<ScenarioRun> {
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let dir = std::path::absolute(dir)?;
     drop(attach(&dir, &setup.lab.stores, true)?);
@@ -130,7 +152,8 @@ pub fn scenario(
         let arm = arms.iter().find(|a| a.0 == i);
         steps.push(match step {
             StepDef::Run { name, role, .. } => {
-                run_role(setup, &dir, i, name, role, arm.map(|a| (&a.1, a.2)))?
+                let kill = kills.iter().find(|k| k.step == i).map(|k| k.after_ms);
+                run_role(setup, &dir, i, name, role, arm.map(|a| (&a.1, a.2)), kill)?
             }
             StepDef::Check { name, check } => {
                 keep_stores(&dir, &setup.lab.stores, &dir.join(stores_dir(i, name)))?;
@@ -212,6 +235,7 @@ fn run_role(
     name: &str,
     role: &str,
     arm: Option<(&String, u32)>,
+    kill_after_ms: Option<u64>,
 ) -> Result<StepRun> {
     let argv = argv(setup.lab, setup.design, role, &Places::real(setup.lab, dir));
     let stem = stem(index, name);
@@ -239,8 +263,21 @@ fn run_role(
             .iter()
             .any(|f| std::fs::metadata(f).is_ok_and(|m| m.len() > OUTPUT_BYTES_MAX))
     };
+    // Which of the two stopped it: a flood is the role's fault, a due kill is chaos's.
+    let (flood, killed) = (std::cell::Cell::new(false), std::cell::Cell::new(false));
+    let watch = || {
+        if flooded() {
+            flood.set(true);
+        } else if kill_after_ms
+            .is_some_and(|ms| started.started.elapsed().as_millis() >= u128::from(ms))
+        {
+            killed.set(true);
+        }
+        flood.get() || killed.get()
+    };
     let (ended, stopped) =
-        process::wait_watched(started.pid, started.started, setup.timeout, &flooded)?;
+        process::wait_watched(started.pid, started.started, setup.timeout, &watch)?;
+    let stopped = stopped && flood.get();
     let mut run = StepRun {
         name: name.to_string(),
         role: role.to_string(),
@@ -252,8 +289,13 @@ fn run_role(
         crashed: None,
         faults: Vec::new(),
         check: None,
+        killed_after_ms: kill_after_ms.filter(|_| killed.get() && !flood.get()),
     };
     read_events(&process::events_file(&out), &mut run);
+    if run.killed_after_ms.is_some() {
+        // A role killed from outside may be cut in the middle of an events line.
+        run.faults.retain(|f| f != TORN);
+    }
     for (what, file) in [("stdout", &out), ("stderr", &err)] {
         let size = std::fs::metadata(file).map_or(0, |m| m.len());
         if size > OUTPUT_BYTES_MAX {
@@ -275,11 +317,13 @@ fn read_events(path: &Path, run: &mut StepRun) {
     }
 }
 
+/// The fault of an events file whose last line has no newline.
+const TORN: &str = "its last events line is torn (no newline)";
+
 /// The points, crash and faults of an events file's text, added to `run`.
 pub fn parse_events(text: &str, run: &mut StepRun) {
     if !text.is_empty() && !text.ends_with('\n') {
-        run.faults
-            .push("its last events line is torn (no newline)".into());
+        run.faults.push(TORN.into());
     }
     for (n, line) in text.split_terminator('\n').enumerate() {
         match serde_json::from_str::<Event>(line) {
@@ -334,6 +378,7 @@ fn read_check(lab: &UserLab, dir: &Path, name: &str, check: &str) -> StepRun {
         crashed: None,
         faults: Vec::new(),
         check: Some((got, def.expect.clone())),
+        killed_after_ms: None,
     }
 }
 

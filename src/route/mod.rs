@@ -68,6 +68,9 @@ pub fn run(command: Command) -> Result<i32> {
                 &labfile_options(crash_mode, "all", out, step_timeout_ms, false)?,
             )
         }
+        Command::Chaos { lab, options } if crate::labfile::is_file(&lab) => {
+            labfile_chaos(&lab, &options)
+        }
         Command::Explore(args) if crate::labfile::is_file(&args.lab) => {
             let file = crate::labfile::load(std::path::Path::new(&args.lab))?;
             let options = labfile_options(
@@ -273,6 +276,54 @@ pub fn recorded_args() -> Vec<String> {
 
 /// Flags whose value is a server URL (`--pg-url URL` or `--pg-url=URL`).
 const URL_FLAGS: &[&str] = &["--pg-url", "--amqp-url"];
+
+/// `crashlab chaos FILE`: the options of a built-in lab's load (messages, consumers, batch,
+/// lease, servers, power cuts, shards, JUnit) are not a lab file's, and are refused when set.
+fn labfile_chaos(lab: &str, o: &engine::load::chaos::Options) -> Result<i32> {
+    let set = [
+        ("--messages", o.messages != 1_000),
+        ("--consumers", o.consumers != 2),
+        ("--batch", o.batch != 20),
+        ("--lease-ms", o.lease_ms != 5_000),
+        ("--server-kills", o.server_kills != 0),
+        ("--shard", o.shard.is_some()),
+        ("--junit", o.junit.is_some()),
+        ("--crash-mode", o.crash_mode.is_some()),
+        ("--cut", o.power.cut.is_some()),
+        ("--store-profile", o.power.store_profile.is_some()),
+        ("--stack", o.stack.stack.is_some()),
+        ("--server", o.stack.server.is_some()),
+        ("--pg-url", o.stack.pg_url.is_some()),
+        ("--amqp-url", o.stack.amqp_url.is_some()),
+        ("--queue-type", o.stack.queue_type.is_some()),
+    ];
+    if let Some((flag, _)) = set.iter().find(|(_, set)| *set) {
+        return Err(fail::usage(format!(
+            "{flag}: a lab file's chaos takes --variant, --kills, --seed, --runs, --process-timeout-ms, --timeout-ms, --json and --out"
+        )));
+    }
+    if o.kills == 0 {
+        return Err(fail::usage(
+            "--kills 0: chaos kills at least one step per scenario run",
+        ));
+    }
+    let file = crate::labfile::load(std::path::Path::new(lab))?;
+    let default = file.designs.first().map_or("", |d| d.name.as_str());
+    let options = labfile_options(
+        engine::crash_mode::CrashMode::Kill,
+        o.variant.as_deref().unwrap_or(default),
+        o.out.clone(),
+        o.process_timeout_ms,
+        o.json,
+    )?;
+    let plan = crate::labfile::chaos::Plan {
+        seed: o.seed,
+        runs: o.runs,
+        kills: o.kills,
+        whole: std::time::Duration::from_millis(o.timeout_ms),
+    };
+    crate::labfile::chaos::chaos(&file, &options, &plan)
+}
 
 /// What explore and driver of a lab file take: a process crash only (a lab file's roles are
 /// not crashlab's, so a power cut or a server kill is not theirs to judge yet).

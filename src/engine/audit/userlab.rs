@@ -1,4 +1,4 @@
-//! The audit of a lab file's `driver` or `explore` run (labfile.json): the lab file's copy
+//! The audit of a lab file's `driver`, `explore` or `chaos` run (labfile.json): the lab file's copy
 //! parses and is the one recorded; each role step's events give the points and crash
 //! recorded, and a crash's exit is its crash mode's code; each check and invariant query,
 //! re-run offline on the kept stores, gives the value and rows recorded; each verdict,
@@ -10,7 +10,7 @@ use super::tree::{plain, Tree};
 use super::Report;
 use crate::labfile::evidence::{self, Record, RunRecord, COPY, COPY_DIR, RECORD};
 use crate::labfile::run::{self, StepRun, STORE_SUFFIXES};
-use crate::labfile::{driver, explore, StepDef, StoreDef, UserLab};
+use crate::labfile::{chaos, driver, explore, ScenarioDef, StepDef, StoreDef, UserLab};
 
 pub(super) fn check(report: &mut Report, tree: &Tree) {
     report.kind = "lab file".to_string();
@@ -42,13 +42,25 @@ pub(super) fn check(report: &mut Report, tree: &Tree) {
     }
     report.processes = steps;
     report.crashes = crashes;
+    // A chaos run's faults are kills from outside, not crashes at points.
+    let faults = match record.kind.as_str() {
+        "chaos" => {
+            let killed = record
+                .runs
+                .iter()
+                .flat_map(|r| &r.run.steps)
+                .filter(|s| s.killed_after_ms.is_some())
+                .count();
+            format!("{killed} killed")
+        }
+        _ => crate::out::plural(crashes, "crash", "crashes"),
+    };
     report.summary = format!(
-        "lab file {} ({}), {}, {}, {}, checks and invariants re-run on the kept stores, verdicts, hashes",
+        "lab file {} ({}), {}, {}, {faults}, checks and invariants re-run on the kept stores, verdicts, hashes",
         lab.id,
         record.kind,
         crate::out::plural(record.runs.len(), "scenario run", "scenario runs"),
         crate::out::plural(steps, "step", "steps"),
-        crate::out::plural(crashes, "crash", "crashes"),
     );
 }
 
@@ -246,8 +258,10 @@ fn check_run(report: &mut Report, tree: &Tree, lab: &UserLab, record: &Record, r
         }
         _ => {}
     }
+    check_kills(report, scenario, rec, record.kind == "chaos");
     let verdict = match record.kind.as_str() {
         "driver" => driver::verdict(design, scenario, &derived, &rec.arms, mode),
+        "chaos" => chaos::verdict(lab, design, scenario, &derived, &rec.kills),
         _ => explore::judge(lab, design, scenario, &derived, rec.arms.first(), mode).2,
     };
     if verdict != rec.verdict {
@@ -258,6 +272,68 @@ fn check_run(report: &mut Report, tree: &Tree, lab: &UserLab, record: &Record, r
                 rec.verdict
             ),
         );
+    }
+}
+
+/// A chaos run's kills: each names, once, a step a later step of its role restarts; a step
+/// recorded as killed has its kill, at the moment recorded, and exits as a SIGKILL does; no
+/// other run records a kill.
+fn check_kills(report: &mut Report, scenario: &ScenarioDef, rec: &RunRecord, is_chaos: bool) {
+    let dir = rec.dir.as_str();
+    let killed = rec.run.steps.iter().any(|s| s.killed_after_ms.is_some());
+    if !is_chaos && (killed || !rec.kills.is_empty()) {
+        report.problem(
+            RECORD,
+            format!("{dir}: a kill recorded in a run that is not chaos"),
+        );
+    }
+    let killable = chaos::killable(scenario);
+    for (n, kill) in rec.kills.iter().enumerate() {
+        let may = killable.get(kill.step).copied().unwrap_or(false);
+        if !may || rec.kills[..n].iter().any(|k| k.step == kill.step) {
+            report.problem(
+                RECORD,
+                format!(
+                    "{dir}: kill {} names step {}, not a step of scenario {} that a later step of its role restarts, killed once",
+                    n + 1,
+                    kill.step,
+                    scenario.name
+                ),
+            );
+        }
+    }
+    for (i, step) in rec.run.steps.iter().enumerate() {
+        let Some(after_ms) = step.killed_after_ms else {
+            continue;
+        };
+        let planned = rec.kills.iter().find(|k| k.step == i);
+        if planned.map(|k| k.after_ms) != Some(after_ms) {
+            report.problem(
+                RECORD,
+                format!("{dir}: step {} recorded as killed after {after_ms} ms, which no kill of the run plans", step.name),
+            );
+        }
+        if step.exit != chaos::MODE.expected_exit() || step.crashed.is_some() {
+            report.problem(
+                RECORD,
+                format!(
+                    "{dir}: step {} recorded as killed exits {} with crash {:?}; a kill exits {} and announces no crash",
+                    step.name,
+                    step.exit,
+                    step.crashed,
+                    chaos::MODE.expected_exit()
+                ),
+            );
+        }
+        if step.wall_ms < after_ms as f64 {
+            report.problem(
+                RECORD,
+                format!(
+                    "{dir}: step {} recorded as killed after {after_ms} ms ran only {:.1} ms",
+                    step.name, step.wall_ms
+                ),
+            );
+        }
     }
 }
 

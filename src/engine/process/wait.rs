@@ -87,8 +87,8 @@ pub fn wait_bounded(pid: libc::pid_t, started: Instant, timeout: Duration) -> Re
 }
 
 /// How often a watched wait asks its watch: a role writing at disk speed writes at most this
-/// long past the bound the watch checks.
-const WATCH_SLICE: Duration = Duration::from_millis(20);
+/// long past the bound the watch checks, and a chaos kill lands at most this late.
+const WATCH_SLICE: Duration = Duration::from_millis(5);
 
 /// `wait_bounded`, asking `stop` every WATCH_SLICE while the child runs; when it says stop, the
 /// child and its group are killed as on a timeout, and the second value is true.

@@ -116,9 +116,16 @@ pub fn recorded(dir: &Path) -> Result<Recorded> {
         match record.get("kind").and_then(|k| k.as_str()) {
             Some("driver") => (Kind::Driver, crate::labfile::evidence::RECORD),
             Some("explore") => (Kind::Explore, crate::labfile::evidence::RECORD),
+            Some("chaos") => {
+                return Err(fail::usage(format!(
+                    "{}/{}: a lab file's chaos run is not rerun: where each kill lands in the work is timing, not the seed alone; crashlab audit DIR checks it offline",
+                    dir.display(),
+                    crate::labfile::evidence::RECORD
+                )))
+            }
             other => {
                 return Err(fail::usage(format!(
-                    "{}/{}: kind {other:?} is neither driver nor explore",
+                    "{}/{}: kind {other:?} is not driver, explore or chaos",
                     dir.display(),
                     crate::labfile::evidence::RECORD
                 )))
