@@ -14,8 +14,8 @@ use anyhow::Result;
 
 use super::evidence::{self, RunRecord};
 use super::explore::{designs, judge, names, step_faults, Options};
+use super::lab::{DesignDef, ScenarioDef, StepDef, UserLab};
 use super::run::{self, Kill, ScenarioRun, Setup};
-use super::{DesignDef, ScenarioDef, StepDef, UserLab};
 use crate::crash::Mode;
 use crate::engine::jepsen::Anomaly;
 use crate::fail;

@@ -8,10 +8,10 @@ use std::path::Path;
 
 use toml::Spanned;
 
-use super::schema::FileLab;
-use super::{
+use super::lab::{
     CheckDef, DesignDef, InvariantDef, PredictDef, RoleDef, ScenarioDef, StepDef, StoreDef, UserLab,
 };
+use super::schema::FileLab;
 use crate::engine::jepsen::Anomaly;
 
 /// A mistake: where it starts in the text, and what it is.

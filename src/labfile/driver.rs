@@ -7,10 +7,10 @@ use anyhow::Result;
 
 use super::evidence::{self, RunRecord};
 use super::explore::{designs, names, step_faults, Options};
+use super::lab::{DesignDef, ScenarioDef, StepDef, UserLab};
 use super::out::into_out;
 use super::run::ScenarioRun;
 use super::run::{self, Arm, Setup};
-use super::{DesignDef, ScenarioDef, StepDef, UserLab};
 use crate::crash::Mode;
 use crate::engine::jepsen::Anomaly;
 use crate::fail;

@@ -8,8 +8,8 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
+use super::lab::UserLab;
 use super::run::{Arm, Kill, ScenarioRun};
-use super::UserLab;
 use crate::crash::Mode;
 use crate::engine::evidence;
 

@@ -10,8 +10,8 @@ use anyhow::Result;
 use serde::Serialize;
 
 use super::evidence::{self, RunRecord};
+use super::lab::{DesignDef, StepDef, UserLab};
 use super::run::{self, Arm, ScenarioRun, Setup};
-use super::{DesignDef, StepDef, UserLab};
 use crate::crash::Mode;
 use crate::engine::jepsen::Anomaly;
 use crate::fail;
@@ -78,7 +78,7 @@ pub(super) fn designs<'a>(lab: &'a UserLab, given: &str) -> Result<Vec<&'a Desig
 /// What a run's steps did wrong, beyond the anomalies: the armed step not crashing where
 /// asked, another step's unexpected exit, a role's fault; a check's value when `checks`.
 pub(super) fn step_faults(
-    scenario: &super::ScenarioDef,
+    scenario: &super::lab::ScenarioDef,
     ran: &ScenarioRun,
     arms: &[Arm],
     mode: Mode,
@@ -125,7 +125,7 @@ pub(super) fn step_faults(
 pub fn judge(
     lab: &UserLab,
     design: &DesignDef,
-    scenario: &super::ScenarioDef,
+    scenario: &super::lab::ScenarioDef,
     ran: &ScenarioRun,
     arm: Option<&Arm>,
     mode: Mode,

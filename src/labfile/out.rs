@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
-use super::UserLab;
+use super::lab::UserLab;
 
 /// Run `body` into the output as every run does: `--out` (or the default under
 /// `target/lab/`) claimed as `DIR.partial`, locked for this process's life, renamed to DIR

@@ -8,7 +8,7 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
-use super::{DesignDef, InvariantDef, ScenarioDef, StepDef, StoreDef, UserLab};
+use super::lab::{DesignDef, InvariantDef, ScenarioDef, StepDef, StoreDef, UserLab};
 use crate::crash::Mode;
 use crate::engine::jepsen::Anomaly;
 use crate::engine::process;

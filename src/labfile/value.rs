@@ -1,7 +1,7 @@
 //! A lab file as the value `crashlab lab show --json` prints for a built-in lab: one stack,
 //! `sqlite`; its checks are its stages; its designs and predictions are explore's.
 
-use super::{StepDef, UserLab};
+use super::lab::{StepDef, UserLab};
 use crate::engine::explore::invariant::Invariant;
 use crate::engine::jepsen::Anomaly;
 use crate::engine::value::{

@@ -1,0 +1,140 @@
+//! A lab file as the engine reads it, every name resolved: its stores, roles, scenarios,
+//! checks, invariants and designs. `check` makes it from the file's text; every other part of
+//! `labfile` reads it.
+
+use std::path::PathBuf;
+
+use crate::crash::Mode;
+use crate::engine::jepsen::Anomaly;
+
+/// A validated lab file, every name resolved.
+#[derive(Debug, Clone)]
+pub struct UserLab {
+    /// The file as given.
+    pub path: PathBuf,
+    /// Its directory, whole: `{lab}` in a command line.
+    pub dir: PathBuf,
+    pub id: String,
+    pub title: String,
+    pub stores: Vec<StoreDef>,
+    pub roles: Vec<RoleDef>,
+    pub scenarios: Vec<ScenarioDef>,
+    pub checks: Vec<CheckDef>,
+    pub invariants: Vec<InvariantDef>,
+    pub designs: Vec<DesignDef>,
+}
+
+#[derive(Debug, Clone)]
+pub struct StoreDef {
+    pub name: String,
+    /// Its file in the run's directory.
+    pub file: String,
+    /// The SQL that creates it before each scenario.
+    pub schema: Option<String>,
+    /// Its schema's file, as the lab file names it (beside the lab file).
+    pub schema_file: Option<String>,
+}
+
+#[derive(Debug, Clone)]
+pub struct RoleDef {
+    pub name: String,
+    pub command: Vec<String>,
+    /// Its points and their windows.
+    pub points: Vec<(String, String)>,
+}
+
+#[derive(Debug, Clone)]
+pub struct ScenarioDef {
+    pub name: String,
+    pub steps: Vec<StepDef>,
+}
+
+#[derive(Debug, Clone)]
+pub enum StepDef {
+    Run {
+        name: String,
+        role: String,
+        /// Where it crashes in `driver`: (point, hit).
+        crash: Option<(String, u32)>,
+        exit: i32,
+    },
+    Check {
+        name: String,
+        check: String,
+    },
+}
+
+impl StepDef {
+    pub fn name(&self) -> &str {
+        match self {
+            StepDef::Run { name, .. } | StepDef::Check { name, .. } => name,
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct CheckDef {
+    pub name: String,
+    pub sql: String,
+    /// The first column of the first row, as text (an integer as its digits).
+    pub expect: String,
+}
+
+#[derive(Debug, Clone)]
+pub struct InvariantDef {
+    pub name: String,
+    pub anomaly: Anomaly,
+    pub sql: String,
+}
+
+#[derive(Debug, Clone)]
+pub struct DesignDef {
+    pub name: String,
+    pub args: Vec<String>,
+    pub env: Vec<(String, String)>,
+    pub predict: Vec<PredictDef>,
+}
+
+/// Where a design breaks: at `point` (at `hit`, or every hit), with exactly these anomalies.
+#[derive(Debug, Clone)]
+pub struct PredictDef {
+    pub point: String,
+    pub hit: Option<u32>,
+    pub anomalies: Vec<Anomaly>,
+    pub mode: Option<Mode>,
+}
+
+impl PredictDef {
+    pub fn covers(&self, point: &str, hit: u32, mode: Mode) -> bool {
+        self.point == point
+            && self.hit.is_none_or(|h| h == hit)
+            && self.mode.is_none_or(|m| m == mode)
+    }
+
+    pub fn at(&self) -> String {
+        match self.hit {
+            Some(hit) => format!("{}@{hit}", self.point),
+            None => self.point.clone(),
+        }
+    }
+}
+
+impl UserLab {
+    pub fn role(&self, name: &str) -> Option<&RoleDef> {
+        self.roles.iter().find(|r| r.name == name)
+    }
+
+    pub fn check(&self, name: &str) -> Option<&CheckDef> {
+        self.checks.iter().find(|c| c.name == name)
+    }
+
+    /// The point's role and window, when a role declares it.
+    pub fn point(&self, name: &str) -> Option<(&RoleDef, &str)> {
+        self.roles.iter().find_map(|r| {
+            r.points
+                .iter()
+                .find(|(p, _)| p == name)
+                .map(|(_, w)| (r, w.as_str()))
+        })
+    }
+}
