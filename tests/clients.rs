@@ -1,10 +1,12 @@
 //! The point protocol's clients, each run as a real process of its language: Python, a shell
 //! script through `crashlab point`, Rust (this test binary run again), and Go where `go` is
 //! installed. Each announces `a.step` three times; armed at `a.step@2` it crashes there in
-//! the mode asked, after its `crash` event, and the third announcement never happens.
+//! the mode asked, after its `crash` event, and the third announcement never happens; in
+//! `hang` mode it stays after its `crash` event until it is killed.
 
 mod common;
 
+use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
@@ -59,6 +61,49 @@ fn speaks_the_protocol(make: &dyn Fn() -> Command, dir: &Path) {
             .collect();
         assert_eq!(values, wanted, "mode {mode}");
     }
+    // Hang: the crash event, then the client waits, still running, until it is killed.
+    let events = dir.join("hang.events.jsonl");
+    let _ = std::fs::remove_file(&events);
+    let mut command = make();
+    let mut child = command
+        .env("CRASHLAB_EVENTS", &events)
+        .env("CRASHLAB_CRASH_MODE", "hang")
+        .env("CRASHLAB_CRASH_AT", "a.step@2")
+        .stdin(Stdio::null())
+        // Its own group, killed whole: the shell's `crashlab point` is the one that hangs.
+        .process_group(0)
+        .spawn()
+        .expect("the client runs");
+    let crash = r#"{"event":"crash","point":"a.step","hit":2,"mode":"hang"}"#;
+    let parsed = |text: &str| -> Vec<serde_json::Value> {
+        text.lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    };
+    let wanted = parsed(&[point(1), point(2), crash.to_string()].join("\n"));
+    // Bounded: the crash event within 30 s (a cold interpreter on a busy machine).
+    let began = std::time::Instant::now();
+    while parsed(&std::fs::read_to_string(&events).unwrap_or_default()) != wanted {
+        assert!(
+            began.elapsed().as_secs() < 30,
+            "no crash event in hang mode"
+        );
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "exited before its crash event"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "a hung client is still running"
+    );
+    let group = rustix::process::Pid::from_child(&child);
+    rustix::process::kill_process_group(group, rustix::process::Signal::KILL).unwrap();
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(child.wait().unwrap().signal(), Some(libc::SIGKILL));
+    assert_eq!(parsed(&std::fs::read_to_string(&events).unwrap()), wanted);
     // A point never named at its hit: no crash.
     let (code, events) = run(make(), dir, Some("a.step@4"), "exit");
     assert_eq!((code, events.len()), (0, 3));
