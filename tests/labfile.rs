@@ -269,6 +269,26 @@ fn a_role_that_forks_and_is_crashed_leaves_no_process_behind() {
 }
 
 #[test]
+fn what_a_role_starts_outside_its_group_is_killed_when_its_step_ends() {
+    let dir = tempfile::tempdir().unwrap();
+    let mark = format!("labfile-setsid-{}", std::process::id());
+    // A session of its own, one behind a subshell that already exited, and a job of a shell
+    // with job control (a group of its own): none is in the role's process group.
+    let job = format!(
+        "setsid sleep 300 </dev/null >/dev/null 2>&1 &\n( setsid sleep 301 </dev/null >/dev/null 2>&1 & )\nbash -m -c 'sleep 302 </dev/null >/dev/null 2>&1 &'\n{JOB}"
+    );
+    let file = lab(dir.path(), LAB, &job);
+    let out = Command::new(BIN)
+        .args(["driver", &file, "--out"])
+        .arg(dir.path().join("o"))
+        .env("CRASHLAB_TEST_MARK", &mark)
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
+    assert_eq!(common::marked_processes(&mark), Vec::<String>::new());
+}
+
+#[test]
 fn sigint_while_a_role_runs_kills_its_group_removes_the_partial_output_and_exits_130() {
     for command in ["driver", "explore"] {
         let dir = tempfile::tempdir().unwrap();

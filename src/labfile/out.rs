@@ -27,6 +27,8 @@ pub(super) fn into_out(
         ))
     });
     crate::interrupt::catch().context("catching SIGINT and SIGTERM")?;
+    // What a role starts and leaves its group comes back here to be swept (process::sweep).
+    crate::engine::process::adopt_orphans().context("becoming the reaper of the roles' orphans")?;
     let partial = crate::engine::driver::claim_out(&out)?;
     let mut printed = Vec::new();
     let result = body(&partial, &out, &mut printed);

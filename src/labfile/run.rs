@@ -278,6 +278,9 @@ fn run_role(
     let (ended, stopped) =
         process::wait_watched(started.pid, started.started, setup.timeout, &watch)?;
     let stopped = stopped && flood.get();
+    // Nothing the role started outlives its step, in its group or out of it, and nothing of it
+    // is still dying when the next step starts (a killed writer's lock, say).
+    let swept = process::sweep(started.pid, SWEEP_BOUND);
     let mut run = StepRun {
         name: name.to_string(),
         role: role.to_string(),
@@ -295,6 +298,12 @@ fn run_role(
     if run.killed_after_ms.is_some() {
         // A role killed from outside may be cut in the middle of an events line.
         run.faults.retain(|f| f != TORN);
+    }
+    if !swept {
+        run.faults.push(format!(
+            "processes it started were still alive {} ms after it ended",
+            SWEEP_BOUND.as_millis()
+        ));
     }
     for (what, file) in [("stdout", &out), ("stderr", &err)] {
         let size = std::fs::metadata(file).map_or(0, |m| m.len());
@@ -316,6 +325,9 @@ fn read_events(path: &Path, run: &mut StepRun) {
         Err(e) => run.faults.push(format!("its events file: {e:#}")),
     }
 }
+
+/// How long what a role started may take to die once the step ended.
+const SWEEP_BOUND: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// The fault of an events file whose last line has no newline.
 const TORN: &str = "its last events line is torn (no newline)";

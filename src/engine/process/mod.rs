@@ -2,11 +2,13 @@
 //! time, peak memory, and a SIGKILL when it runs past its timeout or the run is interrupted
 //! (SIGINT, SIGTERM: every wait here wakes on `interrupt`'s self-pipe).
 
+mod orphans;
 mod ready;
 mod record;
 mod spawn;
 mod wait;
 
+pub use orphans::{adopt_orphans, sweep};
 pub use ready::await_event;
 pub use record::Step;
 pub use spawn::{events_file, spawn, spawn_env, spawn_with, Started};

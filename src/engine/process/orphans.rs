@@ -1,0 +1,86 @@
+//! What a user's role leaves behind. Its process group is killed when it ends, but a process
+//! may leave the group (`setsid`, a shell with job control) and a killed process takes a
+//! moment to die. This process becomes the reaper of its orphans, so whatever a role started
+//! comes back here when its parent dies; `sweep` kills and reaps all of it, and returns only
+//! once nothing of the group is left, so the next step never meets a dying one's lock.
+
+use std::time::{Duration, Instant};
+
+use rustix::process::{
+    getpid, kill_process, kill_process_group, test_kill_process_group, wait, Pid, Signal,
+    WaitOptions,
+};
+
+/// The most /proc entries one look at the process table reads.
+const PROC_ENTRIES_MAX: usize = 100_000;
+/// How long a sweep sleeps between two looks.
+const SLICE: Duration = Duration::from_millis(2);
+
+/// From now on, a process this one started, directly or not, whose parent dies becomes this
+/// process's child (PR_SET_CHILD_SUBREAPER), where `sweep` finds it.
+pub fn adopt_orphans() -> std::io::Result<()> {
+    rustix::process::set_child_subreaper(Some(getpid()))?;
+    Ok(())
+}
+
+/// SIGKILL the process group `group` and every child of this process, reaping each, until
+/// none is left or `bound` passes. True when none is left. Only for a caller whose children
+/// are all a role's: it reaps any child.
+pub fn sweep(group: libc::pid_t, bound: Duration) -> bool {
+    let Some(group) = Pid::from_raw(group) else {
+        return true;
+    };
+    let deadline = Instant::now() + bound;
+    loop {
+        let _ = kill_process_group(group, Signal::KILL);
+        let children = children_of(getpid());
+        for child in &children {
+            let _ = kill_process(*child, Signal::KILL);
+        }
+        // Reap whatever has died; a zombie still holds its group's id.
+        while let Ok(Some(_)) = wait(WaitOptions::NOHANG) {}
+        let group_gone = test_kill_process_group(group).is_err();
+        if group_gone && children.is_empty() {
+            return true;
+        }
+        if Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(SLICE);
+    }
+}
+
+/// The pids whose parent is `parent`, from /proc (bounded).
+fn children_of(parent: Pid) -> Vec<Pid> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .take(PROC_ENTRIES_MAX)
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|&pid| {
+            std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                .ok()
+                .and_then(|stat| parent_in_stat(&stat))
+                == Some(parent.as_raw_nonzero().get())
+        })
+        .filter_map(Pid::from_raw)
+        .collect()
+}
+
+/// The parent pid in a /proc/PID/stat line: the second field after the command, which is
+/// in parentheses and may itself hold spaces and parentheses.
+fn parent_in_stat(stat: &str) -> Option<i32> {
+    let (_, rest) = stat.rsplit_once(')')?;
+    rest.split_whitespace().nth(1)?.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_parent_is_read_after_a_command_with_spaces_and_parentheses() {
+        let stat = "4242 (a b) (c)) S 17 4242 4242 0 -1 4194560";
+        assert_eq!(super::parent_in_stat(stat), Some(17));
+        assert_eq!(super::parent_in_stat("garbage"), None);
+    }
+}
