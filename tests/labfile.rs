@@ -71,6 +71,9 @@ fn each_mistake_is_one_line_with_its_place_and_exit_2() {
         (r#"steps = [{ role = "job" }, { check = "rows" }]"#, "steps = []", ":15:9: scenario 'two-rows' has no steps"),
         ("[[designs]]\nname = \"correct\"\npredict = []\n", "[[designs]]\nname = \"correct\"\npredict = []\n[[designs]]\nname = \"correct\"\npredict = []\n", ":33:8: design 'correct' is named twice"),
         ("predict = []", "predict = [{ at = \"job.nowhere\", anomalies = [\"lost-write\"] }]", ":32:19: no role declares the point 'job.nowhere'"),
+        ("name = \"two-rows\"", "name = \"../two-rows\"", ":14:8: a scenario's name '../two-rows': use letters, digits"),
+        (r#"{ role = "job" }"#, r#"{ role = "job", name = "a/b" }"#, ":15:35: a step's name 'a/b': use letters, digits"),
+        ("predict = []", "predict = []\nenv = { CRASHLAB_CRASH_AT = \"job.after-insert\" }", ":30:1: design 'correct': env CRASHLAB_CRASH_AT: the CRASHLAB_ variables are the harness's"),
     ];
     for (from, to, line) in mistakes {
         assert!(LAB.contains(from), "{from}");
@@ -256,7 +259,7 @@ fn a_role_that_forks_and_is_crashed_leaves_no_process_behind() {
         // Without a crash the job waits for its grandchild: past its bound, killed.
         let text = stdout(&out);
         assert!(
-            text.contains("killed past --step-timeout-ms"),
+            text.contains("killed past its step timeout"),
             "{mode}: {text}"
         );
         assert!(text.contains("job:job.after-insert@2"), "{text}");
@@ -771,6 +774,7 @@ fn chaos_kills_a_lab_files_steps_and_finds_the_duplicate_a_split_transaction_mak
     let out = chaos("two-tx-known", "known");
     assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
     let known = record("known");
+    audit_says(&dir.path().join("known"), "PASS: lab file split (chaos), 4 scenario runs");
     assert!(stdout(&out).contains("duplicate"), "{}", stdout(&out));
     // The same seed kills at the same share of the step's wall without a kill, whatever
     // that wall was in each run.
@@ -790,25 +794,95 @@ fn chaos_kills_a_lab_files_steps_and_finds_the_duplicate_a_split_transaction_mak
             shares(&known)
         );
     }
-    // A kill moment no kill planned, and a killed step's exit changed: the audit finds both.
-    let mut forged = known.clone();
-    let step = &mut forged["runs"][1]["run"]["steps"][0];
-    assert!(!step["killed_after_ms"].is_null(), "{forged}");
-    step["killed_after_ms"] = 99_999.into();
-    step["exit"] = 0.into();
-    std::fs::write(
-        dir.path().join("known/labfile.json"),
-        serde_json::to_vec(&forged).unwrap(),
-    )
-    .unwrap();
-    let out = crashlab(dir.path(), &["audit", "known"]);
-    assert_eq!(code(&out), 1, "{}{}", stdout(&out), stderr(&out));
-    let text = stdout(&out);
+    // Each forgery below re-hashes what it changed in the manifest: the audit must find it
+    // from what the evidence says, not from a hash.
+    let forged = |name: &str, edit: &dyn Fn(&mut serde_json::Value), also: Option<&str>| {
+        let to = dir.path().join(name);
+        let copied = Command::new("cp")
+            .args(["-r", "known"])
+            .arg(&to)
+            .current_dir(dir.path())
+            .status()
+            .unwrap();
+        assert!(copied.success());
+        let mut value = known.clone();
+        edit(&mut value);
+        common::forge_json(&to, "labfile.json", &value);
+        if let Some(rel) = also {
+            let mut events = std::fs::read_to_string(to.join(rel)).unwrap();
+            events.push_str("not an event\n");
+            std::fs::write(to.join(rel), events).unwrap();
+            common::forge_manifest_entry(&to, rel);
+        }
+        let out = crashlab(dir.path(), &["audit", name]);
+        assert_eq!(code(&out), 1, "{name}: {}{}", stdout(&out), stderr(&out));
+        stdout(&out)
+    };
+    // A kill moment no kill planned, and a killed step's exit changed.
+    let text = forged(
+        "moment",
+        &|v| {
+            let step = &mut v["runs"][1]["run"]["steps"][0];
+            assert!(!step["killed_after_ms"].is_null(), "{step}");
+            step["killed_after_ms"] = 99_999.into();
+            step["exit"] = 0.into();
+        },
+        None,
+    );
     assert!(
         text.contains("recorded as killed after 99999 ms, which no kill of the run plans"),
         "{text}"
     );
     assert!(text.contains("recorded as killed exits 0"), "{text}");
+    // A kill moved, with its step's record: not what the seed draws.
+    let text = forged(
+        "redrawn",
+        &|v| {
+            v["runs"][1]["kills"][0]["after_ms"] = 3.into();
+            v["runs"][1]["run"]["steps"][0]["killed_after_ms"] = 3.into();
+        },
+        None,
+    );
+    assert!(
+        text.contains(
+            "seed-2/restart: kills [Kill { step: 0, after_ms: 3 }] recorded, its seed draws"
+        ),
+        "{text}"
+    );
+    // A seed's run dropped: not the runs the command gives.
+    let text = forged(
+        "dropped",
+        &|v| {
+            v["runs"].as_array_mut().unwrap().pop();
+        },
+        None,
+    );
+    assert!(
+        text.contains("the command's --seed 2 --runs 3 gives"),
+        "{text}"
+    );
+    // A kill added to the run without one (to skip its checks).
+    let text = forged(
+        "nokill",
+        &|v| v["runs"][0]["kills"] = serde_json::json!([{"step": 0, "after_ms": 0}]),
+        None,
+    );
+    assert!(
+        text.contains(
+            "no-kill/restart: kills [Kill { step: 0, after_ms: 0 }] recorded, its seed draws []"
+        ),
+        "{text}"
+    );
+    // A fault its events show, left out of the record.
+    let text = forged(
+        "fault",
+        &|_| {},
+        Some("no-kill/restart/02-job-again.events.jsonl"),
+    );
+    assert!(
+        text.contains("its events show the fault 'events line"),
+        "{text}"
+    );
     // A chaos run is not rerun (where a kill lands is timing): one line, exit 2.
     let out = crashlab(dir.path(), &["audit", "--rerun", "one"]);
     assert_eq!(code(&out), 2, "{}{}", stdout(&out), stderr(&out));

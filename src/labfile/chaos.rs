@@ -39,13 +39,30 @@ pub const MODE: Mode = Mode::Kill;
 
 /// `crashlab chaos FILE`.
 pub fn chaos(lab: &UserLab, options: &Options, plan: &Plan) -> Result<i32> {
-    let design = designs(lab, &options.designs)?[0];
+    if options.designs == "all" || options.designs.contains(',') {
+        return Err(fail::usage(format!(
+            "--variant {}: chaos runs one design; name one of {}",
+            options.designs,
+            lab.designs
+                .iter()
+                .map(|d| d.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )));
+    }
+    let design = designs(lab, "--variant", &options.designs)?[0];
     let runs = usize::try_from(plan.runs).unwrap_or(usize::MAX);
     if runs.saturating_mul(lab.scenarios.len()) > RUNS_MAX {
         return Err(fail::usage(format!(
             "--runs {}: more than {RUNS_MAX} scenario runs ({} scenarios each)",
             plan.runs,
             lab.scenarios.len()
+        )));
+    }
+    if lab.invariants.is_empty() {
+        return Err(fail::usage(format!(
+            "{}: chaos judges a killed run by the lab's invariants, and it declares none ([[invariants]])",
+            lab.path.display()
         )));
     }
     if let Some(scenario) = lab.scenarios.iter().find(|s| !killable(s).contains(&true)) {
@@ -105,7 +122,9 @@ pub fn verdict(
     ran: &ScenarioRun,
     kills: &[Kill],
 ) -> String {
-    if kills.is_empty() {
+    // No kill landed (each step it named ended first): a run like the one without a kill,
+    // judged by its checks too.
+    if !ran.steps.iter().any(|s| s.killed_after_ms.is_some()) {
         return judge(lab, design, scenario, ran, None, MODE).2;
     }
     if let Some(fault) = step_faults(scenario, ran, &[], MODE, false) {
@@ -152,6 +171,24 @@ fn allowed(lab: &UserLab, design: &DesignDef, ran: &ScenarioRun, kills: &[Kill])
     allowed
 }
 
+/// Where a scenario's run is kept: `no-kill/SCENARIO`, or `seed-S/SCENARIO`.
+pub fn dir_of(seed: Option<u64>, scenario: &ScenarioDef) -> String {
+    match seed {
+        None => format!("no-kill/{}", scenario.name),
+        Some(seed) => format!("seed-{seed}/{}", scenario.name),
+    }
+}
+
+/// The windows kills are drawn in, from the run without a kill: each step's wall where a
+/// kill may land on it, None elsewhere.
+pub fn walls_of(scenario: &ScenarioDef, ran: &ScenarioRun) -> Vec<Option<f64>> {
+    ran.steps
+        .iter()
+        .zip(killable(scenario))
+        .map(|(s, may)| may.then_some(s.wall_ms))
+        .collect()
+}
+
 /// The steps a kill may land on: a run step that a later step of the same role follows, so
 /// the scenario restarts what the kill stopped. A kill of a role's last step would have no
 /// restart to judge.
@@ -191,17 +228,9 @@ fn chaos_into(
     let mut rows: Vec<[String; 5]> = Vec::new();
     let mut walls: Vec<Vec<Option<f64>>> = Vec::new();
     for scenario in &lab.scenarios {
-        let dir = format!("no-kill/{}", scenario.name);
+        let dir = dir_of(None, scenario);
         let ran = run::scenario(&setup, scenario, &out.join(&dir), &[])?;
-        walls.push(
-            scenario
-                .steps
-                .iter()
-                .zip(&ran.steps)
-                .zip(killable(scenario))
-                .map(|((_, s), may)| may.then_some(s.wall_ms))
-                .collect(),
-        );
+        walls.push(walls_of(scenario, &ran));
         let verdict = verdict(lab, design, scenario, &ran, &[]);
         rows.push([
             "-".into(),
@@ -213,22 +242,30 @@ fn chaos_into(
         runs.push(record(dir, design, scenario, Vec::new(), ran, verdict));
     }
     let mut stopped_at = None;
-    'seeds: for seed in plan.seed..plan.seed.saturating_add(plan.runs) {
+    // The route refuses a last seed past u64::MAX.
+    let last = plan
+        .seed
+        .checked_add(plan.runs - 1)
+        .expect("the last seed is a u64");
+    for seed in plan.seed..=last {
+        // Whole seeds only: the audit knows which runs a stopped run holds.
+        if began.elapsed() > plan.whole {
+            stopped_at = Some(seed);
+            break;
+        }
         for (index, scenario) in lab.scenarios.iter().enumerate() {
-            if began.elapsed() > plan.whole {
-                stopped_at = Some(seed);
-                break 'seeds;
-            }
             let kills = draw(seed, index, &walls[index], plan.kills);
-            let dir = format!("seed-{seed}/{}", scenario.name);
+            let dir = dir_of(Some(seed), scenario);
             let ran = run::scenario_killed(&setup, scenario, &out.join(&dir), &[], &kills)?;
             let verdict = verdict(lab, design, scenario, &ran, &kills);
             let at: Vec<String> = kills
                 .iter()
                 .map(|k| {
-                    let landed = match ran.steps[k.step].killed_after_ms {
-                        Some(_) => "",
-                        None => " (ended first)",
+                    let step = &ran.steps[k.step];
+                    let landed = match (step.killed_after_ms, step.timed_out) {
+                        (Some(_), _) => "",
+                        (None, true) => " (timed out first)",
+                        (None, false) => " (ended first)",
                     };
                     format!("{}@{}ms{landed}", scenario.steps[k.step].name(), k.after_ms)
                 })
@@ -250,7 +287,7 @@ fn chaos_into(
         .filter(|s| s.killed_after_ms.is_some())
         .count();
     let scenario_runs = runs.len();
-    evidence::write(lab, out, "chaos", MODE, &options.command, runs)?;
+    evidence::write(lab, out, "chaos", MODE, &options.command, runs, stopped_at)?;
     let code = match (failed, stopped_at) {
         (0, None) => fail::EXIT_OK,
         _ => fail::EXIT_FAILED,
@@ -292,10 +329,11 @@ fn chaos_into(
         "FAIL"
     };
     printed.push(format!(
-        "{word}: lab {} in design {}: {} scenario runs, {landed} steps killed, {failed} not as predicted; {:.1} s; evidence in {}",
+        "{word}: lab {} in design {}: {}, {} killed, {failed} not as predicted; {:.1} s; evidence in {}",
         lab.id,
         design.name,
-        scenario_runs,
+        crate::out::plural(scenario_runs, "scenario run", "scenario runs"),
+        crate::out::plural(landed, "step", "steps"),
         began.elapsed().as_secs_f64(),
         named.display()
     ));

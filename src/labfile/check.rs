@@ -36,8 +36,10 @@ pub(super) fn validate(text: &str, path: &Path, dir: &Path) -> Result<UserLab, S
         let start = e.span().map_or(0, |s: Range<usize>| s.start);
         format!("{}: {}", line_col(text, start), e.message().trim())
     })?;
-    resolve(file, path, dir)
-        .map_err(|Mistake(offset, what)| format!("{}: {what}", line_col(text, offset)))
+    let mut lab = resolve(file, path, dir)
+        .map_err(|Mistake(offset, what)| format!("{}: {what}", line_col(text, offset)))?;
+    lab.text = text.to_string();
+    Ok(lab)
 }
 
 fn unique<'a>(seen: &mut BTreeSet<&'a str>, name: &'a Spanned<String>, kind: &str) -> Checked<()> {
@@ -46,6 +48,25 @@ fn unique<'a>(seen: &mut BTreeSet<&'a str>, name: &'a Spanned<String>, kind: &st
         false => Err(at(
             name,
             format!("{kind} '{}' is named twice", name.get_ref()),
+        )),
+    }
+}
+
+/// A name that becomes part of a path in the run's directory (a scenario, a step, a check, a
+/// design): letters, digits, `-`, `_` and `.`, not first, so it stays where it is put.
+fn plain_name(name: &Spanned<String>, kind: &str) -> Checked<()> {
+    let text = name.get_ref();
+    let plain = !text.is_empty()
+        && !text.starts_with('.')
+        && text.len() <= 100
+        && text
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+    match plain {
+        true => Ok(()),
+        false => Err(at(
+            name,
+            format!("{kind} name '{text}': use letters, digits, '-', '_' and '.' (not first), at most 100"),
         )),
     }
 }
@@ -94,6 +115,7 @@ fn resolve(file: FileLab, path: &Path, dir: &Path) -> Checked<UserLab> {
     let mut all_points = BTreeSet::new();
     for (name, spanned) in &file.roles {
         let role = spanned.get_ref();
+        plain_name(&Spanned::new(spanned.span(), name.clone()), "a role's")?;
         if role.command.is_empty() {
             return Err(at(spanned, format!("role '{name}' has an empty command")));
         }
@@ -123,6 +145,7 @@ fn resolve(file: FileLab, path: &Path, dir: &Path) -> Checked<UserLab> {
     for check in &file.checks {
         let check = check.get_ref();
         unique(&mut seen, &check.name, "check")?;
+        plain_name(&check.name, "a check's")?;
         let expect = match &check.expect {
             toml::Value::Integer(i) => i.to_string(),
             toml::Value::String(s) => s.clone(),
@@ -161,6 +184,7 @@ fn resolve(file: FileLab, path: &Path, dir: &Path) -> Checked<UserLab> {
     for scenario in &file.scenarios {
         let scenario = scenario.get_ref();
         unique(&mut seen, &scenario.name, "scenario")?;
+        plain_name(&scenario.name, "a scenario's")?;
         if scenario.steps.get_ref().is_empty() {
             return Err(at(
                 &scenario.steps,
@@ -233,6 +257,9 @@ fn resolve(file: FileLab, path: &Path, dir: &Path) -> Checked<UserLab> {
                     ))
                 }
             };
+            if let Some(name) = &s.name {
+                plain_name(name, "a step's")?;
+            }
             if !names.insert(def.name().to_string()) {
                 return Err(at(
                     step,
@@ -255,6 +282,16 @@ fn resolve(file: FileLab, path: &Path, dir: &Path) -> Checked<UserLab> {
     for design in &file.designs {
         let d = design.get_ref();
         unique(&mut seen, &d.name, "design")?;
+        plain_name(&d.name, "a design's")?;
+        if let Some(key) = d.env.keys().find(|k| k.starts_with("CRASHLAB_")) {
+            return Err(at(
+                design,
+                format!(
+                    "design '{}': env {key}: the CRASHLAB_ variables are the harness's (docs/own-system.md, the point protocol)",
+                    d.name.get_ref()
+                ),
+            ));
+        }
         let Some(predict) = &d.predict else {
             return Err(at(design, format!("design '{}' has no predictions: give `predict` (`predict = []`: it holds everywhere)", d.name.get_ref())));
         };
@@ -298,6 +335,7 @@ fn resolve(file: FileLab, path: &Path, dir: &Path) -> Checked<UserLab> {
         ));
     }
     Ok(UserLab {
+        text: String::new(),
         path: path.to_path_buf(),
         dir: dir.to_path_buf(),
         id: file.id.get_ref().clone(),

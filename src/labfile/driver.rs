@@ -18,7 +18,7 @@ use crate::fail;
 /// `crashlab driver FILE`: each scenario once in the first design chosen, crashing each step
 /// where the file says, its checks read, every invariant held as predicted.
 pub fn driver(lab: &UserLab, options: &Options) -> Result<i32> {
-    let design = designs(lab, &options.designs)?[0];
+    let design = designs(lab, "--variants", &options.designs)?[0];
     into_out(lab, &options.out, "", |out, named, printed| {
         driver_into(lab, options, design, out, named, printed)
     })
@@ -98,7 +98,15 @@ fn driver_into(
             verdict,
         });
     }
-    evidence::write(lab, out, "driver", options.mode, &options.command, runs)?;
+    evidence::write(
+        lab,
+        out,
+        "driver",
+        options.mode,
+        &options.command,
+        runs,
+        None,
+    )?;
     let word = if code == fail::EXIT_OK {
         "PASS"
     } else {

@@ -32,6 +32,10 @@ pub struct Record {
     pub lab_sha256: String,
     pub mode: Mode,
     pub runs: Vec<RunRecord>,
+    /// Under chaos: the seed `--timeout-ms` stopped the run before (that seed and those after
+    /// it were not run).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped_before_seed: Option<u64>,
 }
 
 /// One scenario run: in which directory, design and arms, what it did, and its verdict.
@@ -66,11 +70,11 @@ pub fn write(
     mode: Mode,
     command: &[String],
     runs: Vec<RunRecord>,
+    stopped_before_seed: Option<u64>,
 ) -> Result<()> {
-    let text = std::fs::read_to_string(&lab.path)
-        .with_context(|| format!("reading {} again", lab.path.display()))?;
+    let text = &lab.text;
     std::fs::create_dir_all(out.join(COPY_DIR)).with_context(|| format!("creating {COPY_DIR}"))?;
-    std::fs::write(out.join(COPY), &text).with_context(|| format!("writing {COPY}"))?;
+    std::fs::write(out.join(COPY), text).with_context(|| format!("writing {COPY}"))?;
     for (store, file) in lab
         .stores
         .iter()
@@ -95,9 +99,10 @@ pub fn write(
         command: command.to_vec(),
         kind: kind.to_string(),
         lab_file: evidence::recorded_path(&lab.path),
-        lab_sha256: lab_sha256(&text),
+        lab_sha256: lab_sha256(text),
         mode,
         runs,
+        stopped_before_seed,
     };
     evidence::write_json(out, RECORD, &record)?;
     evidence::write_manifest(out)?;

@@ -55,8 +55,27 @@ pub(super) fn names(anomalies: &[Anomaly]) -> String {
     }
 }
 
-/// The designs `--variants` names: `all`, or names separated by commas.
-pub(super) fn designs<'a>(lab: &'a UserLab, given: &str) -> Result<Vec<&'a DesignDef>> {
+/// The designs `flag` names: `all`, or names separated by commas. Each gives every role a
+/// program, or the run is refused before it starts.
+pub(super) fn designs<'a>(lab: &'a UserLab, flag: &str, given: &str) -> Result<Vec<&'a DesignDef>> {
+    let chosen = named(lab, flag, given)?;
+    for design in &chosen {
+        for role in &lab.roles {
+            let argv = run::argv(lab, design, &role.name, &run::Places::recorded());
+            if argv.first().is_none_or(|program| program.is_empty()) {
+                return Err(fail::usage(format!(
+                    "{}: role '{}' has no program once design '{}' puts its arguments in",
+                    lab.path.display(),
+                    role.name,
+                    design.name
+                )));
+            }
+        }
+    }
+    Ok(chosen)
+}
+
+fn named<'a>(lab: &'a UserLab, flag: &str, given: &str) -> Result<Vec<&'a DesignDef>> {
     if given == "all" {
         return Ok(lab.designs.iter().collect());
     }
@@ -66,7 +85,7 @@ pub(super) fn designs<'a>(lab: &'a UserLab, given: &str) -> Result<Vec<&'a Desig
             lab.designs.iter().find(|d| d.name == name).ok_or_else(|| {
                 let known: Vec<&str> = lab.designs.iter().map(|d| d.name.as_str()).collect();
                 fail::usage(format!(
-                    "--variants: lab {} has no design '{name}'; its designs: {}",
+                    "{flag}: lab {} has no design '{name}'; its designs: {}",
                     lab.id,
                     known.join(", ")
                 ))
@@ -112,7 +131,7 @@ pub(super) fn step_faults(
         if step.exit != expected && step.killed_after_ms.is_none() {
             let why = match (&step.check, step.timed_out) {
                 (Some((got, want)), _) => format!("check gave {got}, expected {want}"),
-                (None, true) => "killed past --step-timeout-ms".to_string(),
+                (None, true) => "killed past its step timeout".to_string(),
                 (None, false) => format!("exit {}, expected {expected}", step.exit),
             };
             return Some(format!("step {} (role {}): {why}", step.name, step.role));
@@ -174,7 +193,7 @@ pub fn judge(
 
 /// `crashlab explore FILE`.
 pub fn explore(lab: &UserLab, options: &Options) -> Result<i32> {
-    let chosen = designs(lab, &options.designs)?;
+    let chosen = designs(lab, "--variants", &options.designs)?;
     super::out::into_out(lab, &options.out, "explore-", |out, named, printed| {
         explore_into(lab, options, &chosen, out, named, printed)
     })
@@ -322,7 +341,15 @@ fn explore_into(
     let text = serde_json::to_string_pretty(&report)?;
     std::fs::write(out.join("explore.json"), &text)
         .map_err(|e| fail::io(format!("writing explore.json: {e}")))?;
-    evidence::write(lab, out, "explore", options.mode, &options.command, runs)?;
+    evidence::write(
+        lab,
+        out,
+        "explore",
+        options.mode,
+        &options.command,
+        runs,
+        None,
+    )?;
     if options.json {
         printed.push(text);
         return Ok(code);

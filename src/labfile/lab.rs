@@ -10,6 +10,9 @@ use crate::engine::jepsen::Anomaly;
 /// A validated lab file, every name resolved.
 #[derive(Debug, Clone)]
 pub struct UserLab {
+    /// The file's text as read and validated: the evidence copies this, never the file
+    /// again (it may have changed since the run began).
+    pub text: String,
     /// The file as given.
     pub path: PathBuf,
     /// Its directory, whole: `{lab}` in a command line.

@@ -49,6 +49,24 @@ pub fn attach(dir: &Path, stores: &[StoreDef], make: bool) -> Result<rusqlite::C
     Ok(conn)
 }
 
+/// Roll back the hot journal a killed writer left, as the next ordinary reader of the store
+/// would: the checks and invariants open the stores read-only, which cannot. A store that
+/// cannot be opened is left as it is, for the reading to say so.
+fn recover(dir: &Path, stores: &[StoreDef]) {
+    for store in stores {
+        let path = dir.join(&store.file);
+        let journal = dir.join(format!("{}-journal", store.file));
+        if !path.is_file() || !journal.is_file() {
+            continue;
+        }
+        if let Ok(conn) = rusqlite::Connection::open(&path) {
+            let _ = conn.query_row("SELECT count(*) FROM sqlite_schema", [], |r| {
+                r.get::<_, i64>(0)
+            });
+        }
+    }
+}
+
 /// How one role step ended, from its exit and its events.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StepRun {
@@ -156,11 +174,13 @@ pub fn scenario_killed(
                 run_role(setup, &dir, i, name, role, arm.map(|a| (&a.1, a.2)), kill)?
             }
             StepDef::Check { name, check } => {
+                recover(&dir, &setup.lab.stores);
                 keep_stores(&dir, &setup.lab.stores, &dir.join(stores_dir(i, name)))?;
                 read_check(setup.lab, &dir, name, check)
             }
         });
     }
+    recover(&dir, &setup.lab.stores);
     let (found, unreadable) = match invariants(&dir, &setup.lab.stores, &setup.lab.invariants) {
         Ok(found) => (found, None),
         Err(e) => (Vec::new(), Some(format!("{e:#}"))),
@@ -238,6 +258,11 @@ fn run_role(
     kill_after_ms: Option<u64>,
 ) -> Result<StepRun> {
     let argv = argv(setup.lab, setup.design, role, &Places::real(setup.lab, dir));
+    // Checked for every design chosen before the run starts (explore::designs).
+    assert!(
+        argv.first().is_some_and(|p| !p.is_empty()),
+        "role {role} has a program"
+    );
     let stem = stem(index, name);
     let (out, err) = (
         dir.join(format!("{stem}.stdout.txt")),
@@ -330,7 +355,7 @@ fn read_events(path: &Path, run: &mut StepRun) {
 const SWEEP_BOUND: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// The fault of an events file whose last line has no newline.
-const TORN: &str = "its last events line is torn (no newline)";
+pub const TORN: &str = "its last events line is torn (no newline)";
 
 /// The points, crash and faults of an events file's text, added to `run`.
 pub fn parse_events(text: &str, run: &mut StepRun) {

@@ -302,10 +302,23 @@ fn labfile_chaos(lab: &str, o: &engine::load::chaos::Options) -> Result<i32> {
             "{flag}: a lab file's chaos takes --variant, --kills, --seed, --runs, --process-timeout-ms, --timeout-ms, --json and --out"
         )));
     }
-    if o.kills == 0 {
-        return Err(fail::usage(
-            "--kills 0: chaos kills at least one step per scenario run",
-        ));
+    // The same bounds as a built-in lab's chaos, and at least one kill.
+    use engine::load::chaos::{range, KILLS_MAX, TIMEOUT_MS_MAX};
+    range("--kills", o.kills as u64, 1, KILLS_MAX as u64)?;
+    range("--timeout-ms", o.timeout_ms, 1, TIMEOUT_MS_MAX)?;
+    range(
+        "--process-timeout-ms",
+        o.process_timeout_ms,
+        1,
+        TIMEOUT_MS_MAX,
+    )?;
+    if o.seed.checked_add(o.runs - 1).is_none() {
+        return Err(fail::usage(format!(
+            "--seed {} --runs {}: the last seed would pass {}",
+            o.seed,
+            o.runs,
+            u64::MAX
+        )));
     }
     let file = crate::labfile::load(std::path::Path::new(lab))?;
     let default = file.designs.first().map_or("", |d| d.name.as_str());

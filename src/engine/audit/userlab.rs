@@ -34,6 +34,9 @@ pub(super) fn check(report: &mut Report, tree: &Tree) {
         return;
     };
     report.lab = Some(lab.id.clone());
+    if record.kind == "chaos" {
+        check_chaos_runs(report, &lab, &record);
+    }
     let (mut steps, mut crashes) = (0, 0);
     for rec in &record.runs {
         check_run(report, tree, &lab, &record, rec);
@@ -173,6 +176,20 @@ fn check_run(report: &mut Report, tree: &Tree, lab: &UserLab, record: &Record, r
                         ),
                     );
                 }
+                // What the events show wrong is in the record too: a fault cannot be dropped.
+                let torn_kept = step.killed_after_ms.is_none();
+                for fault in seen
+                    .faults
+                    .iter()
+                    .filter(|f| torn_kept || f.as_str() != run::TORN)
+                {
+                    if !step.faults.contains(fault) {
+                        report.problem(
+                            &events,
+                            format!("step {}: its events show the fault '{fault}', which {RECORD} does not record", step.name),
+                        );
+                    }
+                }
                 if let Some((point, hit)) = &seen.crashed {
                     if step.exit != mode.expected_exit() {
                         report.problem(
@@ -272,6 +289,101 @@ fn check_run(report: &mut Report, tree: &Tree, lab: &UserLab, record: &Record, r
                 rec.verdict
             ),
         );
+    }
+}
+
+/// A chaos run holds exactly the runs its command gives: each scenario without a kill, then
+/// each seed's, in order (up to the seed `--timeout-ms` stopped it before), in the design it
+/// names; a run without a kill records none, and each seed's kills are the ones its seed
+/// draws in the walls of the run without a kill.
+fn check_chaos_runs(report: &mut Report, lab: &UserLab, record: &Record) {
+    let options = crate::cli::Cli::parse_recorded(&record.command)
+        .ok()
+        .and_then(|cli| cli.command.into_chaos());
+    let Some((_, options)) = options else {
+        report.problem(
+            RECORD,
+            format!(
+                "command {:?} is not a chaos command",
+                record.command.join(" ")
+            ),
+        );
+        return;
+    };
+    let design = options
+        .variant
+        .clone()
+        .or_else(|| lab.designs.first().map(|d| d.name.clone()))
+        .unwrap_or_default();
+    let last = options.seed.saturating_add(options.runs - 1);
+    let end = match record.stopped_before_seed {
+        Some(stop) if (options.seed..=last).contains(&stop) => stop.checked_sub(1),
+        Some(stop) => {
+            report.problem(
+                RECORD,
+                format!("stopped before seed {stop}, not a seed of the command"),
+            );
+            return;
+        }
+        None => Some(last),
+    };
+    let seeds: Vec<u64> = match end {
+        Some(end) if end >= options.seed => (options.seed..=end).collect(),
+        _ => Vec::new(),
+    };
+    let mut expected: Vec<(Option<u64>, usize)> =
+        (0..lab.scenarios.len()).map(|i| (None, i)).collect();
+    expected.extend(
+        seeds
+            .iter()
+            .flat_map(|&seed| (0..lab.scenarios.len()).map(move |i| (Some(seed), i))),
+    );
+    let dirs = |e: &[(Option<u64>, usize)]| -> Vec<String> {
+        e.iter()
+            .map(|(seed, i)| chaos::dir_of(*seed, &lab.scenarios[*i]))
+            .collect()
+    };
+    let recorded: Vec<String> = record.runs.iter().map(|r| r.dir.clone()).collect();
+    if recorded != dirs(&expected) {
+        report.problem(
+            RECORD,
+            format!(
+                "runs {recorded:?} recorded; the command's --seed {} --runs {} gives {:?}",
+                options.seed,
+                options.runs,
+                dirs(&expected)
+            ),
+        );
+        return;
+    }
+    for (rec, (seed, index)) in record.runs.iter().zip(&expected) {
+        let scenario = &lab.scenarios[*index];
+        if rec.design != design || rec.scenario != scenario.name {
+            report.problem(
+                RECORD,
+                format!(
+                    "{}: design {} and scenario {} recorded, the command runs design {design}",
+                    rec.dir, rec.design, rec.scenario
+                ),
+            );
+            continue;
+        }
+        let drawn = match seed {
+            None => Vec::new(),
+            Some(seed) => {
+                let walls = chaos::walls_of(scenario, &record.runs[*index].run);
+                chaos::draw(*seed, *index, &walls, options.kills)
+            }
+        };
+        if rec.kills != drawn {
+            report.problem(
+                RECORD,
+                format!(
+                    "{}: kills {:?} recorded, its seed draws {:?}",
+                    rec.dir, rec.kills, drawn
+                ),
+            );
+        }
     }
 }
 

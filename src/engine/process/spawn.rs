@@ -101,9 +101,10 @@ pub fn spawn_env(
     // Its own process group, whose id is its pid: a crash, a timeout or an interrupt kills
     // the whole tree a role's command forked (a shell script's children too).
     std::os::unix::process::CommandExt::process_group(&mut command, 0);
-    let child = command
-        .spawn()
-        .with_context(|| format!("starting {}", args.first().map_or("", |a| a.as_str())))?;
+    let child = command.spawn().with_context(|| match args.first() {
+        Some(first) => format!("starting {} {first}", exe.display()),
+        None => format!("starting {}", exe.display()),
+    })?;
     let pid = child.id() as libc::pid_t;
     remember(pid);
     // Reaped later with wait4; dropping the handle neither waits nor kills.
