@@ -770,11 +770,40 @@ fn chaos_kills_a_lab_files_steps_and_finds_the_duplicate_a_split_transaction_mak
         &dir.path().join("two"),
         "PASS: lab file split (chaos), 4 scenario runs",
     );
+    // Its page says so, is well-formed, and is drawn again by the audit byte for byte.
+    let page = std::fs::read_to_string(dir.path().join("two/report.html")).unwrap();
+    let options = roxmltree::ParsingOptions {
+        allow_dtd: true,
+        ..Default::default()
+    };
+    roxmltree::Document::parse_with_options(&page, options).expect("report.html is well-formed");
+    assert!(page.contains("<b>FAIL</b>"), "{page}");
+    assert!(
+        page.contains("broke (duplicate) where no prediction says so"),
+        "{page}"
+    );
+    assert!(page.contains("SIGKILLed after"), "{page}");
+    std::fs::write(
+        dir.path().join("two/report.html"),
+        page.replace("<b>FAIL</b>", "<b>PASS</b>"),
+    )
+    .unwrap();
+    common::forge_manifest_entry(&dir.path().join("two"), "report.html");
+    let out = crashlab(dir.path(), &["audit", "two"]);
+    assert_eq!(code(&out), 1, "{}{}", stdout(&out), stderr(&out));
+    assert!(
+        stdout(&out).contains("report.html: is not the page labfile.json draws"),
+        "{}",
+        stdout(&out)
+    );
     // The same kills, predicted by the design: found where it says, a PASS.
     let out = chaos("two-tx-known", "known");
     assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
     let known = record("known");
-    audit_says(&dir.path().join("known"), "PASS: lab file split (chaos), 4 scenario runs");
+    audit_says(
+        &dir.path().join("known"),
+        "PASS: lab file split (chaos), 4 scenario runs",
+    );
     assert!(stdout(&out).contains("duplicate"), "{}", stdout(&out));
     // The same seed kills at the same share of the step's wall without a kill, whatever
     // that wall was in each run.

@@ -105,6 +105,11 @@ pub fn write(
         stopped_before_seed,
     };
     evidence::write_json(out, RECORD, &record)?;
+    std::fs::write(
+        out.join(super::report::REPORT),
+        super::report::render(&record),
+    )
+    .with_context(|| format!("writing {}", super::report::REPORT))?;
     evidence::write_manifest(out)?;
     Ok(())
 }

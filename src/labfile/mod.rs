@@ -10,6 +10,7 @@ pub mod evidence;
 pub mod explore;
 mod lab;
 mod out;
+pub mod report;
 pub mod run;
 mod schema;
 mod value;

@@ -17,6 +17,19 @@ pub(super) fn check(report: &mut Report, tree: &Tree) {
     let Some(record) = tree.json::<Record>(report, RECORD) else {
         return;
     };
+    // The page is drawn from the record alone: drawn again, it is the same, byte for byte.
+    let drawn = crate::labfile::report::render(&record);
+    match tree.get(crate::labfile::report::REPORT) {
+        Some(bytes) if bytes == drawn.as_bytes() => {}
+        Some(_) => report.problem(
+            crate::labfile::report::REPORT,
+            format!("is not the page {RECORD} draws"),
+        ),
+        None => report.problem(
+            crate::labfile::report::REPORT,
+            format!("missing: the run draws it from {RECORD}"),
+        ),
+    }
     let Some(text) = tree.text(report, COPY) else {
         return;
     };

@@ -8,7 +8,7 @@ use crate::engine::evidence;
 use crate::engine::report::model::{self, Evidence};
 use crate::engine::report::text::{self, escape};
 
-const STYLE: &str = "
+pub const STYLE: &str = "
 body { font: 15px/1.5 system-ui, -apple-system, 'Segoe UI', 'DejaVu Sans', sans-serif; margin: 24px 32px; color: #212121; }
 h1 { font-size: 24px; margin: 0 0 12px; }
 h2 { font-size: 19px; margin: 32px 0 8px; border-bottom: 1px solid #cfd8dc; padding-bottom: 4px; }
