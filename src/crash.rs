@@ -176,8 +176,21 @@ pub fn point(at: Point) {
             }
         }
     }
-    // The pause nemesis (`--pause-at`): the process stops itself here until continued.
-    crate::pause::at(name, hit);
+    // What else a hit does (the pause nemesis, once armed, stops the process here).
+    if let Some(hook) = AT_POINT.get() {
+        hook(name, hit);
+    }
+}
+
+/// What else happens at every hit of a point, registered by whoever needs it (the pause
+/// nemesis, `pause::arm`), so that this module knows nothing of them.
+static AT_POINT: std::sync::OnceLock<fn(&str, u32)> = std::sync::OnceLock::new();
+
+/// Register `hook`, called at every hit after the crash check; one per process (a second
+/// registration of the same hook is a no-op).
+pub fn also_at_points(hook: fn(&str, u32)) {
+    let kept = AT_POINT.get_or_init(|| hook);
+    assert!(std::ptr::fn_addr_eq(*kept, hook), "one hook per process");
 }
 
 /// An armed point the phase did not reach as often as `@N` asked.

@@ -101,10 +101,9 @@ pub fn check() -> Result<()> {
 }
 
 /// The last word of an interrupted run, once its children are dead and its work directories
-/// gone: remove what it wrote (`partial`) and return the one-line failure (exit 130).
+/// gone: remove what it wrote (`partial`) and return the one-line failure (exit 130). A run
+/// calls it through `engine::process::interrupted`, which kills the children first.
 pub fn finish(signal: libc::c_int, partial: Option<&std::path::Path>) -> anyhow::Error {
-    // Any child a path forgot: none may outlive the run.
-    crate::engine::process::kill_all();
     let removed = match partial {
         Some(dir) => match std::fs::remove_dir_all(dir) {
             Ok(()) => format!("removed {} and the work directories", dir.display()),

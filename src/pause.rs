@@ -27,6 +27,7 @@ pub fn arm(spec: &str, points: &'static [PointDef], phase: &str) -> Result<()> {
     let mut armed = ARMED.lock().unwrap_or_else(|p| p.into_inner());
     assert!(armed.is_none(), "a process arms at most one pause");
     *armed = Some(at);
+    crash::also_at_points(at_point);
     Ok(())
 }
 
@@ -40,10 +41,11 @@ pub fn resumed_line(point: &str) -> String {
     format!("RESUMED {point}")
 }
 
-/// Called by `crash::point` at every hit: stop here when this is the armed point and hit.
+/// Called by `crash::point` at every hit, once armed: stop here when this is the armed point
+/// and hit.
 /// The line and the event reach their files before the stop, so the harness that sees the
 /// event knows the stop is the next thing this process does.
-pub fn at(point: &str, hit: u32) {
+fn at_point(point: &str, hit: u32) {
     let due = {
         let armed = ARMED.lock().unwrap_or_else(|p| p.into_inner());
         armed
@@ -82,7 +84,7 @@ mod tests {
         let e = arm("c.after-claim@0", POINTS, "c").unwrap_err();
         assert!(e.to_string().contains("out of range"), "{e}");
         // Nothing armed: a point passes without stopping.
-        at("c.after-claim", 1);
+        at_point("c.after-claim", 1);
         assert_eq!(paused_line("c.after-claim", 2), "PAUSED c.after-claim #2");
     }
 }

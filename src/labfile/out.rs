@@ -33,7 +33,7 @@ pub(super) fn into_out(
     let mut printed = Vec::new();
     let result = body(&partial, &out, &mut printed);
     if let Some(signal) = crate::interrupt::caught() {
-        return Err(crate::interrupt::finish(signal, Some(&partial)));
+        return Err(crate::engine::process::interrupted(signal, Some(&partial)));
     }
     let code = result.map_err(|e| {
         e.context(format!(

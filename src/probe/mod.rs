@@ -60,7 +60,7 @@ pub fn command(args: &Args, recorded: Vec<String>) -> Result<i32> {
     let mut probe = run::Probe::new(&config, addr, t0);
     let ran = probe.run_all();
     if let Some(signal) = crate::interrupt::caught() {
-        return Err(crate::interrupt::finish(signal, Some(&partial)));
+        return Err(crate::engine::process::interrupted(signal, Some(&partial)));
     }
     if let Err(e) = ran {
         // Nothing judged: the run is no evidence.

@@ -114,7 +114,7 @@ pub fn run(lab: &LabStack, options: &Options) -> Result<i32> {
     // SIGINT or SIGTERM: the steps' children were killed and the work directories removed
     // as the run unwound; what it wrote goes too, and one line says so (exit 130).
     if let Some(signal) = crate::interrupt::caught() {
-        return Err(crate::interrupt::finish(signal, Some(&partial)));
+        return Err(crate::engine::process::interrupted(signal, Some(&partial)));
     }
     let run = match result.and_then(|run| stopped.map(|()| run)) {
         Ok(run) => run,

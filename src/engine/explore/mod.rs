@@ -360,7 +360,7 @@ pub fn command(args: &Args, recorded: Vec<String>) -> Result<i32> {
     // SIGINT or SIGTERM: every case's children were killed and its work directory removed
     // as the run unwound; what it wrote goes too (exit 130).
     if let Some(signal) = crate::interrupt::caught() {
-        return Err(crate::interrupt::finish(signal, Some(&partial)));
+        return Err(crate::engine::process::interrupted(signal, Some(&partial)));
     }
     let report: Report = match result {
         Ok(report) => report,

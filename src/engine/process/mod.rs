@@ -41,6 +41,13 @@ pub fn remember(pid: libc::pid_t) {
     children().push(pid);
 }
 
+/// The last word of an interrupted run: every child not reaped yet killed (none may outlive
+/// the run, even one a path forgot), then `interrupt::finish`.
+pub fn interrupted(signal: libc::c_int, partial: Option<&Path>) -> anyhow::Error {
+    kill_all();
+    crate::interrupt::finish(signal, partial)
+}
+
 /// SIGKILL and reap every child not reaped yet. Called once a run has unwound, on the main
 /// thread, when no other thread reaps any more.
 pub fn kill_all() {

@@ -348,7 +348,7 @@ pub fn rerun(recorded: &Recorded, dir: &Path) -> Result<Rerun> {
             // The rerun ended its own children and work directories on SIGTERM; what is
             // left of it is in the temporary directory, removed before the last word.
             let _ = temp.close();
-            return Err(crate::interrupt::finish(signal, None));
+            return Err(crate::engine::process::interrupted(signal, None));
         }
     };
     let out = match &recorded.out {

@@ -292,7 +292,7 @@ pub fn run(lab: &'static LabStack, profile: &dyn LoadProfile, o: &Options) -> Re
     // SIGINT or SIGTERM: the children were killed as the run unwound, and the temporary
     // directories removed; one line says so (exit 130).
     if let Some(signal) = crate::interrupt::caught() {
-        return Err(crate::interrupt::finish(signal, None));
+        return Err(crate::engine::process::interrupted(signal, None));
     }
     result
 }

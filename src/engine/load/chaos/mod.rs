@@ -165,7 +165,10 @@ pub fn run(
     // goes with `temp`, what the run wrote goes here (exit 130).
     if let Some(signal) = crate::interrupt::caught() {
         drop(temp);
-        return Err(crate::interrupt::finish(signal, partial.as_deref()));
+        return Err(crate::engine::process::interrupted(
+            signal,
+            partial.as_deref(),
+        ));
     }
     let outcome: Outcome = match outcome {
         Ok(outcome) => outcome,
