@@ -472,7 +472,7 @@ fn bad_input_is_one_line_and_exit_2() {
         ),
         (
             vec!["explore", "13", "--variants", "bogus", "--out", fresh],
-            "unknown mode 'bogus'; known: all, keyed, unkeyed, unkeyed-hold",
+            "unknown variant 'bogus'; known: all, keyed, unkeyed, unkeyed-hold",
         ),
         (
             vec!["explore", "14", "--out", taken.to_str().unwrap()],

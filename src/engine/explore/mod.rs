@@ -171,14 +171,12 @@ pub fn parse_designs(plan: &dyn ExplorePlan, spec: &str) -> Result<Vec<&'static 
     for name in spec.split(',').map(str::trim) {
         if name == "all" {
             return Err(fail::usage(format!(
-                "'all' stands alone in --variants (it means every {}); got '{spec}'",
-                plan.design_word()
+                "'all' stands alone in --variants (it means every variant); got '{spec}'"
             )));
         }
         let Some(design) = all.iter().find(|d| **d == name) else {
             return Err(fail::usage(format!(
-                "unknown {} '{name}'; known: all, {}",
-                plan.design_word(),
+                "unknown variant '{name}'; known: all, {}",
                 all.join(", ")
             )));
         };

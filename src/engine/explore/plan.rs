@@ -143,8 +143,6 @@ pub struct Words {
 
 /// A lab's explore plan. `Sync`: cases run on several threads.
 pub trait ExplorePlan: Sync {
-    /// `variant` or `mode`: how usage errors name a design.
-    fn design_word(&self) -> &'static str;
     /// Every design, the correct one first.
     fn designs(&self) -> &'static [&'static str];
     fn predictions(&self) -> &'static [Prediction];

@@ -119,10 +119,6 @@ fn deliver(name: &str, in_scenario: bool, steps: &mut Steps<'_>) -> Result<()> {
 }
 
 impl ExplorePlan for Exploration {
-    fn design_word(&self) -> &'static str {
-        "mode"
-    }
-
     fn designs(&self) -> &'static [&'static str] {
         &DESIGNS
     }

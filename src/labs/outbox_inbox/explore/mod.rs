@@ -136,10 +136,6 @@ impl Exploration {
 }
 
 impl ExplorePlan for Exploration {
-    fn design_word(&self) -> &'static str {
-        "variant"
-    }
-
     fn designs(&self) -> &'static [&'static str] {
         designs(self.stack)
     }

@@ -83,10 +83,6 @@ fn observed(steps: &mut Steps<'_>) -> Result<Detail> {
 }
 
 impl ExplorePlan for Exploration {
-    fn design_word(&self) -> &'static str {
-        "variant"
-    }
-
     fn designs(&self) -> &'static [&'static str] {
         &DESIGNS
     }

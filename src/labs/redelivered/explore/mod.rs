@@ -182,10 +182,6 @@ impl Exploration {
 }
 
 impl ExplorePlan for Exploration {
-    fn design_word(&self) -> &'static str {
-        "variant"
-    }
-
     fn designs(&self) -> &'static [&'static str] {
         VARIANTS
     }

@@ -98,10 +98,6 @@ impl Observed {
 }
 
 impl ExplorePlan for Exploration {
-    fn design_word(&self) -> &'static str {
-        "variant"
-    }
-
     fn designs(&self) -> &'static [&'static str] {
         VARIANTS
     }
