@@ -303,15 +303,7 @@ fn labfile_chaos(lab: &str, o: &engine::load::chaos::Options) -> Result<i32> {
         )));
     }
     // The same bounds as a built-in lab's chaos, and at least one kill.
-    use engine::load::chaos::{range, KILLS_MAX, TIMEOUT_MS_MAX};
-    range("--kills", o.kills as u64, 1, KILLS_MAX as u64)?;
-    range("--timeout-ms", o.timeout_ms, 1, TIMEOUT_MS_MAX)?;
-    range(
-        "--process-timeout-ms",
-        o.process_timeout_ms,
-        1,
-        TIMEOUT_MS_MAX,
-    )?;
+    engine::load::chaos::bounds(o, 1)?;
     if o.seed.checked_add(o.runs - 1).is_none() {
         return Err(fail::usage(format!(
             "--seed {} --runs {}: the last seed would pass {}",

@@ -30,7 +30,7 @@ pub mod seeds;
 mod validate;
 
 pub use options::{replay_command, Options, CONSUMERS_MAX, KILLS_MAX, TIMEOUT_MS_MAX};
-pub use validate::{range, validate};
+pub use validate::{bounds, range, validate};
 
 /// How long a run with broker kills lets the queue's declaration reach the broker's disk.
 const QUEUE_SETTLE: Duration = Duration::from_millis(2_000);

@@ -20,20 +20,26 @@ pub fn range(what: &str, v: u64, low: u64, high: u64) -> Result<()> {
     Ok(())
 }
 
-pub fn validate(lab: &LabStack, profile: &dyn LoadProfile, o: &Options) -> Result<()> {
-    if let Some(mode) = o.crash_mode {
-        crate::engine::crash_mode::supported(lab, mode)?;
-    }
-    crate::engine::load::validate_shape(profile, o.messages, o.consumers)?;
-    validate_servers(lab, profile, o)?;
-    range("--kills", o.kills as u64, 0, KILLS_MAX as u64)?;
+/// The bounds every chaos run keeps: at least `kills_min` kills and at most KILLS_MAX, and
+/// both timeouts from 1 ms to TIMEOUT_MS_MAX.
+pub fn bounds(o: &Options, kills_min: u64) -> Result<()> {
+    range("--kills", o.kills as u64, kills_min, KILLS_MAX as u64)?;
     range("--timeout-ms", o.timeout_ms, 1, TIMEOUT_MS_MAX)?;
     range(
         "--process-timeout-ms",
         o.process_timeout_ms,
         1,
         TIMEOUT_MS_MAX,
-    )?;
+    )
+}
+
+pub fn validate(lab: &LabStack, profile: &dyn LoadProfile, o: &Options) -> Result<()> {
+    if let Some(mode) = o.crash_mode {
+        crate::engine::crash_mode::supported(lab, mode)?;
+    }
+    crate::engine::load::validate_shape(profile, o.messages, o.consumers)?;
+    validate_servers(lab, profile, o)?;
+    bounds(o, 0)?;
     match o.crash_mode {
         None | Some(CrashMode::PowerLoss) => {}
         Some(other) => {
