@@ -74,6 +74,11 @@ fn each_mistake_is_one_line_with_its_place_and_exit_2() {
         ("name = \"two-rows\"", "name = \"../two-rows\"", ":14:8: a scenario's name '../two-rows': use letters, digits"),
         (r#"{ role = "job" }"#, r#"{ role = "job", name = "a/b" }"#, ":15:35: a step's name 'a/b': use letters, digits"),
         ("predict = []", "predict = []\nenv = { CRASHLAB_CRASH_AT = \"job.after-insert\" }", ":30:1: design 'correct': env CRASHLAB_CRASH_AT: the CRASHLAB_ variables are the harness's"),
+        (r#"{ role = "job" }"#, r#"{ role = "job", ready = "job.after-insert" }"#, ":15:9: scenario 'two-rows': background step 'job' is never stopped"),
+        (r#"{ role = "job" }"#, r#"{ role = "job", ready = "job.nope" }"#, ":15:35: ready: role 'job' declares no point 'job.nope'"),
+        (r#"{ check = "rows" }"#, r#"{ stop = "nope" }"#, ":15:38: stop: no step 'nope' before it"),
+        (r#"{ check = "rows" }"#, r#"{ stop = "job" }"#, ":15:38: stop: step 'job' does not run in the background"),
+        (r#"{ check = "rows" }"#, r#"{ check = "rows", exit = 3 }"#, ":15:28: step 'check-rows': `crash`, `exit` and `ready` belong to a step that runs a role"),
     ];
     for (from, to, line) in mistakes {
         assert!(LAB.contains(from), "{from}");
@@ -946,4 +951,72 @@ fn audit_says(dir: &Path, line: &str) {
     let out = crashlab(Path::new("."), &["audit", dir.to_str().unwrap()]);
     assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
     assert!(stdout(&out).contains(line), "{}", stdout(&out));
+}
+
+#[test]
+fn a_background_server_crashed_after_it_paid_pays_twice_only_where_the_key_is_stored_apart() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let dir = tempfile::tempdir().unwrap();
+    let o = dir.path().join("o");
+    let mark = format!("labfile-background-{}", std::process::id());
+    let out = Command::new(BIN)
+        .args([
+            "explore",
+            "examples/python-idempotency/crashlab.toml",
+            "--variants",
+            "all",
+            "--json",
+            "--out",
+        ])
+        .arg(&o)
+        .current_dir(root)
+        .env("CRASHLAB_TEST_MARK", &mark)
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
+    let report: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let cases = report["cases"].as_array().unwrap();
+    // Per design: the run without a crash, and the points the two servers announced.
+    assert_eq!(cases.len(), 8, "{cases:?}");
+    let broke: Vec<String> = cases
+        .iter()
+        .filter(|c| !c["anomalies"].as_array().unwrap().is_empty())
+        .map(|c| format!("{} {} {}", c["design"], c["at"], c["anomalies"]))
+        .collect();
+    assert_eq!(
+        broke,
+        vec![r#""key-after-effect" "server:server.after-payment@1" ["duplicate"]"#.to_string()]
+    );
+    // The server ran in the background until its stop, and none is left.
+    let record: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(o.join("labfile.json")).unwrap()).unwrap();
+    let first = &record["runs"][0]["run"]["steps"][0];
+    assert_eq!(
+        (first["name"].as_str(), first["stopped"].as_bool()),
+        (Some("server"), Some(true)),
+        "{first}"
+    );
+    assert_eq!(common::marked_processes(&mark), Vec::<String>::new());
+    let out = crashlab(root, &["audit", o.to_str().unwrap()]);
+    assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
+    // A background role that never gets ready is killed at the step's bound, and says so.
+    let lab_text = LAB.replace(
+        r#"steps = [{ role = "job" }, { check = "rows" }]"#,
+        r#"steps = [{ role = "job", ready = "job.after-insert" }, { stop = "job" }]"#,
+    );
+    let file = lab(dir.path(), &lab_text, "exec sleep 300\n");
+    let out = Command::new(BIN)
+        .args(["driver", &file, "--step-timeout-ms", "500", "--out"])
+        .arg(dir.path().join("never"))
+        .env("CRASHLAB_TEST_MARK", &mark)
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 1, "{}{}", stdout(&out), stderr(&out));
+    assert!(
+        stdout(&out)
+            .contains("never announced its ready point job.after-insert within 500 ms; killed"),
+        "{}",
+        stdout(&out)
+    );
+    assert_eq!(common::marked_processes(&mark), Vec::<String>::new());
 }

@@ -33,6 +33,11 @@ import threading
 import time
 from urllib.parse import parse_qs, urlsplit
 
+# The point protocol's client (docs/own-system.md): under crashlab a point is announced, and
+# crashed at when armed; elsewhere it does nothing.
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "clients", "python"))
+from crashlab_point import point  # noqa: E402
+
 BODY_BYTES_MAX = 64 * 1024
 KEY_CHARS_MAX = 255
 SCHEMA = """
@@ -155,6 +160,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             except BaseException:
                 conn.execute("ROLLBACK")
                 raise
+        point("server.after-payment")
         return 201, document
 
     def pay_with_bug(self, key, body, digest):
@@ -169,6 +175,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             cur = conn.execute("INSERT INTO payments(idem_key, body, created_ms) VALUES (?, ?, ?)",
                                (key, body, int(time.time() * 1000)))
             conn.execute("COMMIT")
+            point("server.after-payment")
             document = {"payment": cur.lastrowid, "status": "captured"}
             conn.execute("BEGIN IMMEDIATE")
             conn.execute("INSERT OR REPLACE INTO idempotency VALUES (?, ?, 201, ?)",
@@ -204,8 +211,9 @@ def main():
     lifetime = threading.Timer(args.lifetime_s, stop)
     lifetime.daemon = True
     lifetime.start()
+    point("server.listening")
     print(f"READY {port} bug={args.bug or 'none'}", flush=True)
-    server.serve_forever()
+    server.serve_forever(poll_interval=0.05)
     server.server_close()
     return 0
 

@@ -195,13 +195,16 @@ pub fn walls_of(scenario: &ScenarioDef, ran: &ScenarioRun) -> Vec<Option<f64>> {
 pub fn killable(scenario: &ScenarioDef) -> Vec<bool> {
     let role = |s: &StepDef| match s {
         StepDef::Run { role, .. } => Some(role.clone()),
-        StepDef::Check { .. } => None,
+        StepDef::Check { .. } | StepDef::Stop { .. } => None,
     };
+    // A background step is ended by its stop, not by chaos.
+    let foreground = |s: &StepDef| matches!(s, StepDef::Run { ready: None, .. });
     let steps = &scenario.steps;
     (0..steps.len())
         .map(|i| {
-            role(&steps[i])
-                .is_some_and(|r| steps[i + 1..].iter().any(|s| role(s).as_ref() == Some(&r)))
+            foreground(&steps[i])
+                && role(&steps[i])
+                    .is_some_and(|r| steps[i + 1..].iter().any(|s| role(s).as_ref() == Some(&r)))
         })
         .collect()
 }

@@ -195,8 +195,8 @@ fn resolve(file: FileLab, path: &Path, dir: &Path) -> Checked<UserLab> {
         let mut names = BTreeSet::new();
         for (i, step) in scenario.steps.get_ref().iter().enumerate() {
             let s = step.get_ref();
-            let def = match (&s.role, &s.check) {
-                (Some(role), None) => {
+            let def = match (&s.role, &s.check, &s.stop) {
+                (Some(role), None, None) => {
                     let Some(def) = lab(role.get_ref()) else {
                         return Err(at(
                             role,
@@ -224,6 +224,22 @@ fn resolve(file: FileLab, path: &Path, dir: &Path) -> Checked<UserLab> {
                             Some((point, hit.unwrap_or(1)))
                         }
                     };
+                    let ready = match &s.ready {
+                        None => None,
+                        Some(point) if def.points.iter().any(|(p, _)| p == point.get_ref()) => {
+                            Some(point.get_ref().clone())
+                        }
+                        Some(point) => {
+                            return Err(at(
+                                point,
+                                format!(
+                                    "ready: role '{}' declares no point '{}'",
+                                    def.name,
+                                    point.get_ref()
+                                ),
+                            ))
+                        }
+                    };
                     StepDef::Run {
                         name: s
                             .name
@@ -232,9 +248,46 @@ fn resolve(file: FileLab, path: &Path, dir: &Path) -> Checked<UserLab> {
                         role: def.name.clone(),
                         crash,
                         exit: s.exit.unwrap_or(0),
+                        ready,
                     }
                 }
-                (None, Some(check)) => {
+                (None, None, Some(stopped)) => {
+                    let found = steps
+                        .iter()
+                        .position(|d: &StepDef| d.name() == stopped.get_ref());
+                    let Some(index) = found else {
+                        return Err(at(
+                            stopped,
+                            format!("stop: no step '{}' before it", stopped.get_ref()),
+                        ));
+                    };
+                    if !matches!(&steps[index], StepDef::Run { ready: Some(_), .. }) {
+                        return Err(at(
+                            stopped,
+                            format!(
+                                "stop: step '{}' does not run in the background (give it `ready`)",
+                                stopped.get_ref()
+                            ),
+                        ));
+                    }
+                    if steps
+                        .iter()
+                        .any(|d| matches!(d, StepDef::Stop { step, .. } if *step == index))
+                    {
+                        return Err(at(
+                            stopped,
+                            format!("stop: step '{}' is stopped twice", stopped.get_ref()),
+                        ));
+                    }
+                    StepDef::Stop {
+                        name: s.name.as_ref().map_or_else(
+                            || format!("stop-{}", stopped.get_ref()),
+                            |n| n.get_ref().clone(),
+                        ),
+                        step: index,
+                    }
+                }
+                (None, Some(check), None) => {
                     if !checks.iter().any(|c: &CheckDef| &c.name == check.get_ref()) {
                         return Err(at(check, format!("no check '{}'", check.get_ref())));
                     }
@@ -250,7 +303,7 @@ fn resolve(file: FileLab, path: &Path, dir: &Path) -> Checked<UserLab> {
                     return Err(at(
                         step,
                         format!(
-                            "step {} of scenario '{}' needs either `role` or `check`",
+                            "step {} of scenario '{}' needs one of `role`, `check` and `stop`",
                             i + 1,
                             scenario.name.get_ref()
                         ),
@@ -259,6 +312,19 @@ fn resolve(file: FileLab, path: &Path, dir: &Path) -> Checked<UserLab> {
             };
             if let Some(name) = &s.name {
                 plain_name(name, "a step's")?;
+            }
+            // `crash`, `exit` and `ready` say how a role runs: on another step they are a
+            // mistake, never ignored.
+            if !matches!(def, StepDef::Run { .. })
+                && (s.crash.is_some() || s.exit.is_some() || s.ready.is_some())
+            {
+                return Err(at(
+                    step,
+                    format!(
+                        "step '{}': `crash`, `exit` and `ready` belong to a step that runs a role",
+                        def.name()
+                    ),
+                ));
             }
             if !names.insert(def.name().to_string()) {
                 return Err(at(
@@ -271,6 +337,23 @@ fn resolve(file: FileLab, path: &Path, dir: &Path) -> Checked<UserLab> {
                 ));
             }
             steps.push(def);
+        }
+        // A background step runs until a later step stops it: none outlives its scenario.
+        for (index, def) in steps.iter().enumerate() {
+            let stopped = steps
+                .iter()
+                .any(|d| matches!(d, StepDef::Stop { step, .. } if *step == index));
+            if matches!(def, StepDef::Run { ready: Some(_), .. }) && !stopped {
+                return Err(at(
+                    &scenario.steps,
+                    format!(
+                        "scenario '{}': background step '{}' is never stopped (add {{ stop = \"{}\" }})",
+                        scenario.name.get_ref(),
+                        def.name(),
+                        def.name()
+                    ),
+                ));
+            }
         }
         scenarios.push(ScenarioDef {
             name: scenario.name.get_ref().clone(),

@@ -65,7 +65,7 @@ fn driver_into(
             let expect = match (def, armed) {
                 (_, Some(_)) => options.mode.expected_exit(),
                 (StepDef::Run { exit, .. }, None) => *exit,
-                (StepDef::Check { .. }, None) => 0,
+                (StepDef::Check { .. } | StepDef::Stop { .. }, None) => 0,
             };
             let state = match (&step.crashed, &step.check) {
                 (Some((p, h)), _) => format!("CRASH {p}@{h}"),

@@ -114,11 +114,12 @@ pub(super) fn step_faults(
         let expected = match (def, armed) {
             (_, Some(_)) => mode.expected_exit(),
             (StepDef::Run { exit, .. }, None) => *exit,
-            (StepDef::Check { .. }, None) => 0,
+            (StepDef::Check { .. } | StepDef::Stop { .. }, None) => 0,
         };
         if let Some((point, hit, _)) = armed.map(|a| (&a.1, a.2, ())) {
             if step.crashed.as_ref() != Some(&(point.clone(), hit)) {
-                if step.exit == 0 && !step.timed_out {
+                // Ended whole, or running until its stop: it never came to the point.
+                if (step.exit == 0 || step.stopped) && !step.timed_out {
                     return Some(crate::crash::not_reached_line(point, hit));
                 }
                 return Some(format!(
@@ -127,8 +128,9 @@ pub(super) fn step_faults(
                 ));
             }
         }
-        // A step chaos SIGKILLed exits as killed: what it left is for the invariants.
-        if step.exit != expected && step.killed_after_ms.is_none() {
+        // A step chaos SIGKILLed exits as killed, and a background step its stop ended exits
+        // as the stop made it: what either left is for the invariants.
+        if step.exit != expected && step.killed_after_ms.is_none() && !step.stopped {
             let why = match (&step.check, step.timed_out) {
                 (Some((got, want)), _) => format!("check gave {got}, expected {want}"),
                 (None, true) => "killed past its step timeout".to_string(),

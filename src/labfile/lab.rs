@@ -60,17 +60,27 @@ pub enum StepDef {
         /// Where it crashes in `driver`: (point, hit).
         crash: Option<(String, u32)>,
         exit: i32,
+        /// In the background: the point it announces once it serves; the next step starts
+        /// then, and a later `Stop` ends it.
+        ready: Option<String>,
     },
     Check {
         name: String,
         check: String,
+    },
+    /// Ends the background step at index `step` (SIGTERM, then SIGKILL after a grace).
+    Stop {
+        name: String,
+        step: usize,
     },
 }
 
 impl StepDef {
     pub fn name(&self) -> &str {
         match self {
-            StepDef::Run { name, .. } | StepDef::Check { name, .. } => name,
+            StepDef::Run { name, .. }
+            | StepDef::Check { name, .. }
+            | StepDef::Stop { name, .. } => name,
         }
     }
 }

@@ -2,7 +2,7 @@
 //! role step spawned (in its own process group) with its events file and, when armed, where
 //! and how to crash; each check step and, at the end, every invariant read on the stores.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{Context, Result};
@@ -89,6 +89,29 @@ pub struct StepRun {
     /// Under chaos: SIGKILLed, with its process group, this long after it started.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub killed_after_ms: Option<u64>,
+    /// A background step its stop step ended while it still ran (its exit is the stop's).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub stopped: bool,
+}
+
+impl StepRun {
+    /// A background step's record until its stop step ends it.
+    fn pending(name: &str, role: &str) -> StepRun {
+        StepRun {
+            name: name.to_string(),
+            role: role.to_string(),
+            argv: Vec::new(),
+            exit: 0,
+            timed_out: false,
+            wall_ms: 0.0,
+            points: Vec::new(),
+            crashed: None,
+            faults: Vec::new(),
+            check: None,
+            killed_after_ms: None,
+            stopped: false,
+        }
+    }
 }
 
 /// What an invariant's query found after the scenario.
@@ -165,21 +188,53 @@ pub fn scenario_killed(
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let dir = std::path::absolute(dir)?;
     drop(attach(&dir, &setup.lab.stores, true)?);
-    let mut steps = Vec::new();
+    let mut steps: Vec<StepRun> = Vec::new();
+    // The background steps still running; an error on the way out kills them (Reaper).
+    let mut running: Vec<Background> = Vec::new();
+    let mut reaper = process::Reaper(Vec::new());
     for (i, step) in scenario.steps.iter().enumerate() {
-        let arm = arms.iter().find(|a| a.0 == i);
-        steps.push(match step {
+        let arm = arms.iter().find(|a| a.0 == i).map(|a| (&a.1, a.2));
+        let keep: Vec<libc::pid_t> = running.iter().map(|b| b.launched.started.pid).collect();
+        let record = match step {
+            StepDef::Run {
+                name,
+                role,
+                ready: Some(ready),
+                ..
+            } => {
+                let bg = start_background(setup, &dir, i, (name, role, ready), arm)?;
+                reaper.0.push(bg.launched.started.pid);
+                running.push(bg);
+                // Its record comes when its stop step ends it.
+                StepRun::pending(name, role)
+            }
             StepDef::Run { name, role, .. } => {
                 let kill = kills.iter().find(|k| k.step == i).map(|k| k.after_ms);
-                run_role(setup, &dir, i, name, role, arm.map(|a| (&a.1, a.2)), kill)?
+                run_role(setup, &dir, (i, name, role), arm, kill, &keep)?
+            }
+            StepDef::Stop { name, step } => {
+                let at = running.iter().position(|b| b.index == *step);
+                let bg = running.remove(at.expect("lab check: a stop names a running step"));
+                let keep: Vec<libc::pid_t> =
+                    running.iter().map(|b| b.launched.started.pid).collect();
+                let (record, own) = stop_background(setup, bg, name, &keep)?;
+                steps[*step] = record;
+                own
             }
             StepDef::Check { name, check } => {
                 recover(&dir, &setup.lab.stores);
                 keep_stores(&dir, &setup.lab.stores, &dir.join(stores_dir(i, name)))?;
                 read_check(setup.lab, &dir, name, check)
             }
-        });
+        };
+        steps.push(record);
     }
+    // lab check: every background step has its stop.
+    assert!(
+        running.is_empty(),
+        "a background step outlived its scenario"
+    );
+    reaper.0.clear();
     recover(&dir, &setup.lab.stores);
     let (found, unreadable) = match invariants(&dir, &setup.lab.stores, &setup.lab.invariants) {
         Ok(found) => (found, None),
@@ -248,15 +303,22 @@ pub fn argv(lab: &UserLab, design: &DesignDef, role: &str, places: &Places) -> V
     argv
 }
 
-fn run_role(
+/// A role step's process, started: its pid and clock, and its files.
+struct Launched {
+    started: process::Started,
+    out: PathBuf,
+    err: PathBuf,
+}
+
+/// Start a role step's command in its own process group, armed at `arm` when given.
+fn launch(
     setup: &Setup<'_>,
     dir: &Path,
     index: usize,
     name: &str,
     role: &str,
     arm: Option<(&String, u32)>,
-    kill_after_ms: Option<u64>,
-) -> Result<StepRun> {
+) -> Result<Launched> {
     let argv = argv(setup.lab, setup.design, role, &Places::real(setup.lab, dir));
     // Checked for every design chosen before the run starts (explore::designs).
     assert!(
@@ -281,13 +343,22 @@ fn run_role(
         Some(&process::events_file(&out)),
         &env,
     )?;
+    Ok(Launched { started, out, err })
+}
+
+fn run_role(
+    setup: &Setup<'_>,
+    dir: &Path,
+    (index, name, role): (usize, &str, &str),
+    arm: Option<(&String, u32)>,
+    kill_after_ms: Option<u64>,
+    keep: &[libc::pid_t],
+) -> Result<StepRun> {
+    let launched = launch(setup, dir, index, name, role, arm)?;
+    let started = &launched.started;
     // The role's output is bounded while it runs, not only once it ends: a role that floods
     // is killed, with its group, a watch slice past the bound at most.
-    let flooded = || {
-        [&out, &err]
-            .iter()
-            .any(|f| std::fs::metadata(f).is_ok_and(|m| m.len() > OUTPUT_BYTES_MAX))
-    };
+    let flooded = || flooded(&launched);
     // Which of the two stopped it: a flood is the role's fault, a due kill is chaos's.
     let (flood, killed) = (std::cell::Cell::new(false), std::cell::Cell::new(false));
     let watch = || {
@@ -302,10 +373,43 @@ fn run_role(
     };
     let (ended, stopped) =
         process::wait_watched(started.pid, started.started, setup.timeout, &watch)?;
-    let stopped = stopped && flood.get();
+    let mut run = ended_role(
+        setup,
+        &launched,
+        name,
+        role,
+        &ended,
+        stopped && flood.get(),
+        keep,
+    );
+    run.killed_after_ms = kill_after_ms.filter(|_| killed.get() && !flood.get());
+    if run.killed_after_ms.is_some() {
+        // A role killed from outside may be cut in the middle of an events line.
+        run.faults.retain(|f| f != TORN);
+    }
+    Ok(run)
+}
+
+fn flooded(launched: &Launched) -> bool {
+    [&launched.out, &launched.err]
+        .iter()
+        .any(|f| std::fs::metadata(f).is_ok_and(|m| m.len() > OUTPUT_BYTES_MAX))
+}
+
+/// A role step's record once its process ended (and was reaped): what it announced, its
+/// faults; nothing it started is left (`keep`: the background steps still running).
+fn ended_role(
+    setup: &Setup<'_>,
+    launched: &Launched,
+    name: &str,
+    role: &str,
+    ended: &process::Ended,
+    flood_killed: bool,
+    keep: &[libc::pid_t],
+) -> StepRun {
     // Nothing the role started outlives its step, in its group or out of it, and nothing of it
     // is still dying when the next step starts (a killed writer's lock, say).
-    let swept = process::sweep(started.pid, SWEEP_BOUND);
+    let swept = process::sweep(launched.started.pid, SWEEP_BOUND, keep);
     let mut run = StepRun {
         name: name.to_string(),
         role: role.to_string(),
@@ -317,29 +421,119 @@ fn run_role(
         crashed: None,
         faults: Vec::new(),
         check: None,
-        killed_after_ms: kill_after_ms.filter(|_| killed.get() && !flood.get()),
+        killed_after_ms: None,
+        stopped: false,
     };
-    read_events(&process::events_file(&out), &mut run);
-    if run.killed_after_ms.is_some() {
-        // A role killed from outside may be cut in the middle of an events line.
-        run.faults.retain(|f| f != TORN);
-    }
+    read_events(&process::events_file(&launched.out), &mut run);
     if !swept {
         run.faults.push(format!(
             "processes it started were still alive {} ms after it ended",
             SWEEP_BOUND.as_millis()
         ));
     }
-    for (what, file) in [("stdout", &out), ("stderr", &err)] {
+    for (what, file) in [("stdout", &launched.out), ("stderr", &launched.err)] {
         let size = std::fs::metadata(file).map_or(0, |m| m.len());
         if size > OUTPUT_BYTES_MAX {
-            let killed = if stopped { "; killed there" } else { "" };
+            let killed = if flood_killed { "; killed there" } else { "" };
             run.faults.push(format!(
                 "its {what} ran past {OUTPUT_BYTES_MAX} bytes ({size}){killed}"
             ));
         }
     }
-    Ok(run)
+    run
+}
+
+/// A role step started in the background: the scenario goes on once it announced `ready`
+/// (bounded by the step timeout); a later stop step ends it.
+struct Background {
+    index: usize,
+    name: String,
+    role: String,
+    launched: Launched,
+    /// It ended before its stop (it crashed, failed, or never got ready): how.
+    ended: Option<process::Ended>,
+    /// What went wrong while it started.
+    faults: Vec<String>,
+}
+
+fn start_background(
+    setup: &Setup<'_>,
+    dir: &Path,
+    index: usize,
+    (name, role, ready): (&str, &str, &str),
+    arm: Option<(&String, u32)>,
+) -> Result<Background> {
+    let launched = launch(setup, dir, index, name, role, arm)?;
+    let events = process::events_file(&launched.out);
+    let is_ready = |e: &crate::events::Event| matches!(e, crate::events::Event::Point { point, .. } if point == ready);
+    let waited = process::await_event(&launched.started, &events, is_ready, setup.timeout)?;
+    let (ended, faults) = match waited {
+        Ok(()) => (None, Vec::new()),
+        // It ended first: a crash armed before its ready point, or a failure; the stop says.
+        Err(Some(ended)) => (Some(ended), Vec::new()),
+        Err(None) => {
+            let ended = process::stop(&launched.started, false, Duration::ZERO)?;
+            let fault = format!(
+                "never announced its ready point {ready} within {} ms; killed",
+                setup.timeout.as_millis()
+            );
+            (Some(ended), vec![fault])
+        }
+    };
+    Ok(Background {
+        index,
+        name: name.to_string(),
+        role: role.to_string(),
+        launched,
+        ended,
+        faults,
+    })
+}
+
+/// How long a stopped background step may take to end on SIGTERM before its SIGKILL.
+const STOP_GRACE: Duration = Duration::from_secs(5);
+
+/// End a background step: SIGTERM, then SIGKILL past STOP_GRACE; its record, `stopped` when
+/// it was still running, and the stop step's own.
+fn stop_background(
+    setup: &Setup<'_>,
+    bg: Background,
+    name: &str,
+    keep: &[libc::pid_t],
+) -> Result<(StepRun, StepRun)> {
+    let began = std::time::Instant::now();
+    let pid = bg.launched.started.pid;
+    // Still running when its stop came, or ended before (a crash, a failure): only the first
+    // is `stopped`, its exit the stop's doing.
+    let running = bg.ended.is_none()
+        && !process::waitid_nowait(pid, libc::WEXITED | libc::WNOHANG).unwrap_or(true);
+    let (ended, stopped) = match bg.ended {
+        Some(ended) => (ended, false),
+        None => (
+            process::stop(&bg.launched.started, running, STOP_GRACE)?,
+            running,
+        ),
+    };
+    let mut run = ended_role(setup, &bg.launched, &bg.name, &bg.role, &ended, false, keep);
+    run.stopped = stopped;
+    // A SIGKILL past the grace is how a stop ends what ignores SIGTERM, not a timeout.
+    run.timed_out &= !stopped;
+    run.faults.extend(bg.faults);
+    let own = StepRun {
+        name: name.to_string(),
+        role: bg.role.clone(),
+        argv: Vec::new(),
+        exit: 0,
+        timed_out: false,
+        wall_ms: began.elapsed().as_secs_f64() * 1000.0,
+        points: Vec::new(),
+        crashed: None,
+        faults: Vec::new(),
+        check: None,
+        killed_after_ms: None,
+        stopped: false,
+    };
+    Ok((run, own))
 }
 
 /// The points and crash a step announced; a line that is not an event of the protocol is a
@@ -416,6 +610,7 @@ fn read_check(lab: &UserLab, dir: &Path, name: &str, check: &str) -> StepRun {
         faults: Vec::new(),
         check: Some((got, def.expect.clone())),
         killed_after_ms: None,
+        stopped: false,
     }
 }
 

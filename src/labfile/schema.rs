@@ -52,8 +52,9 @@ pub struct Scenario {
     pub steps: Spanned<Vec<Spanned<Step>>>,
 }
 
-/// A step runs a role (`role`, optionally crashing at `crash = "POINT[@HIT]"`), or reads the
-/// stores back against a check (`check`).
+/// A step runs a role (`role`, optionally crashing at `crash = "POINT[@HIT]"`; with `ready =
+/// "POINT"` in the background, the next step starting once it announced that point), stops a
+/// background step (`stop = "STEP"`), or reads the stores back against a check (`check`).
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Step {
@@ -63,6 +64,10 @@ pub struct Step {
     /// The exit it must have when it does not crash (default 0).
     pub exit: Option<i32>,
     pub check: Option<Spanned<String>>,
+    /// In the background: the point it announces once it serves.
+    pub ready: Option<Spanned<String>>,
+    /// The background step this step ends (SIGTERM, then SIGKILL).
+    pub stop: Option<Spanned<String>>,
 }
 
 /// A query on the stores (all attached by name) and the value its first column must show.

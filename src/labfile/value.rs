@@ -5,8 +5,8 @@ use super::lab::{StepDef, UserLab};
 use crate::engine::explore::invariant::Invariant;
 use crate::engine::jepsen::Anomaly;
 use crate::engine::value::{
-    AtValue, ExpectValue, ExploreValue, LabValue, PointValue, PredictionValue, ScenarioValue,
-    StackValue, StageValue, StepValue,
+    AtValue, BackgroundValue, ExpectValue, ExploreValue, LabValue, PointValue, PredictionValue,
+    ScenarioValue, StackValue, StageValue, StepValue,
 };
 
 /// The invariant of the engine's vocabulary an anomaly breaks.
@@ -30,13 +30,17 @@ pub fn to_value(lab: &UserLab) -> LabValue {
             steps: s
                 .steps
                 .iter()
-                .map(|step| match step {
+                .enumerate()
+                .filter_map(|(index, step)| match step {
+                    // As a built-in lab's value says it: the background step's `stop_after`.
+                    StepDef::Stop { .. } => None,
                     StepDef::Run {
                         name,
                         role,
                         crash,
                         exit,
-                    } => StepValue {
+                        ready,
+                    } => Some(StepValue {
                         name: name.clone(),
                         role: role.clone(),
                         args: super::run::argv(lab, design, role, &super::run::Places::recorded())
@@ -52,9 +56,20 @@ pub fn to_value(lab: &UserLab) -> LabValue {
                             Some(_) => ExpectValue::Crash,
                             None => ExpectValue::Exit,
                         },
-                        background: None,
-                    },
-                    StepDef::Check { name, check } => StepValue {
+                        background: ready.as_ref().map(|ready| BackgroundValue {
+                            ready: ready.clone(),
+                            stop_after: s
+                                .steps
+                                .iter()
+                                .position(
+                                    |d| matches!(d, StepDef::Stop { step, .. } if *step == index),
+                                )
+                                .and_then(|stop| stop.checked_sub(1))
+                                .map(|before| s.steps[before].name().to_string()),
+                            stop: "term".into(),
+                        }),
+                    }),
+                    StepDef::Check { name, check } => Some(StepValue {
                         name: name.clone(),
                         role: "check".into(),
                         args: Vec::new(),
@@ -62,7 +77,7 @@ pub fn to_value(lab: &UserLab) -> LabValue {
                         expected_exit: 0,
                         expect: ExpectValue::Readback(check.clone()),
                         background: None,
-                    },
+                    }),
                 })
                 .collect(),
         })

@@ -7,7 +7,7 @@
 use std::time::{Duration, Instant};
 
 use rustix::process::{
-    getpid, kill_process, kill_process_group, test_kill_process_group, wait, Pid, Signal,
+    getpid, kill_process, kill_process_group, test_kill_process_group, waitpid, Pid, Signal,
     WaitOptions,
 };
 
@@ -23,22 +23,25 @@ pub fn adopt_orphans() -> std::io::Result<()> {
     Ok(())
 }
 
-/// SIGKILL the process group `group` and every child of this process, reaping each, until
-/// none is left or `bound` passes. True when none is left. Only for a caller whose children
-/// are all a role's: it reaps any child.
-pub fn sweep(group: libc::pid_t, bound: Duration) -> bool {
+/// SIGKILL the process group `group` and every child of this process but those in `keep`
+/// (a role still running in the background), reaping each, until none is left or `bound`
+/// passes. True when none is left. Only for a caller whose other children are all roles'.
+pub fn sweep(group: libc::pid_t, bound: Duration, keep: &[libc::pid_t]) -> bool {
     let Some(group) = Pid::from_raw(group) else {
         return true;
     };
     let deadline = Instant::now() + bound;
     loop {
         let _ = kill_process_group(group, Signal::KILL);
-        let children = children_of(getpid());
+        let children: Vec<Pid> = children_of(getpid())
+            .into_iter()
+            .filter(|c| !keep.contains(&c.as_raw_nonzero().get()))
+            .collect();
         for child in &children {
             let _ = kill_process(*child, Signal::KILL);
+            // Reaped once dead; a zombie still holds its group's id.
+            let _ = waitpid(Some(*child), WaitOptions::NOHANG);
         }
-        // Reap whatever has died; a zombie still holds its group's id.
-        while let Ok(Some(_)) = wait(WaitOptions::NOHANG) {}
         let group_gone = test_kill_process_group(group).is_err();
         if group_gone && children.is_empty() {
             return true;
