@@ -78,6 +78,8 @@ fn each_mistake_is_one_line_with_its_place_and_exit_2() {
         (r#"{ role = "job" }"#, r#"{ role = "job", ready = "job.nope" }"#, ":15:35: ready: role 'job' declares no point 'job.nope'"),
         (r#"{ check = "rows" }"#, r#"{ stop = "nope" }"#, ":15:38: stop: no step 'nope' before it"),
         (r#"{ check = "rows" }"#, r#"{ stop = "job" }"#, ":15:38: stop: step 'job' does not run in the background"),
+        ("name = \"two-rows\"", "name = \"lab\"", ":14:8: a scenario's name 'lab' is the evidence's own"),
+        ("\"job.after-insert\" =", "\"job/../x\" =", ":8:1: a point's name 'job/../x': use letters, digits"),
         (r#"{ check = "rows" }"#, r#"{ check = "rows", exit = 3 }"#, ":15:28: step 'check-rows': `crash`, `exit` and `ready` belong to a step that runs a role"),
     ];
     for (from, to, line) in mistakes {
@@ -1019,4 +1021,46 @@ fn a_background_server_crashed_after_it_paid_pays_twice_only_where_the_key_is_st
         stdout(&out)
     );
     assert_eq!(common::marked_processes(&mark), Vec::<String>::new());
+}
+
+#[test]
+fn a_run_spares_what_is_not_its_roles_and_keeps_values_and_arms_within_bounds() {
+    let dir = tempfile::tempdir().unwrap();
+    // A check whose value is a megabyte: recorded cut, and the audit reads it back the same.
+    let big = LAB.replace(
+        "sql = \"SELECT count(*) FROM db.t\"\nexpect = 2",
+        "sql = \"SELECT count(*) || substr(hex(zeroblob(600000)), 1, 1000000) FROM db.t\"\nexpect = 2",
+    );
+    assert_ne!(big, LAB);
+    let file = lab(dir.path(), &big, JOB);
+    // A process crashlab's caller started before it `exec`ed crashlab is crashlab's child,
+    // not a role's: no sweep kills it. An arm in crashlab's own environment reaches no role.
+    let script = format!("sleep 300 </dev/null >/dev/null 2>&1 & echo $! > sibling; exec {BIN} driver {file} --out o");
+    let out = Command::new("sh")
+        .args(["-c", &script])
+        .current_dir(dir.path())
+        .env("CRASHLAB_CRASH_AT", "job.after-insert")
+        .env("CRASHLAB_CRASH_MODE", "exit")
+        .output()
+        .unwrap();
+    let sibling = std::fs::read_to_string(dir.path().join("sibling")).unwrap();
+    let alive = Path::new("/proc").join(sibling.trim()).exists();
+    let _ = Command::new("kill").arg(sibling.trim()).status();
+    assert!(alive, "the sibling was swept");
+    // The check fails (its value is not 2) but no role crashed.
+    assert_eq!(code(&out), 1, "{}{}", stdout(&out), stderr(&out));
+    let record: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("o/labfile.json")).unwrap())
+            .unwrap();
+    let steps = &record["runs"][0]["run"]["steps"];
+    assert_eq!(steps[0]["exit"], 0, "{steps}");
+    let value = steps[1]["check"][0].as_str().unwrap();
+    assert!(
+        value.ends_with("… (1000001 bytes)"),
+        "{}",
+        &value[value.len() - 40..]
+    );
+    assert!(value.chars().count() < 1100);
+    let out = crashlab(dir.path(), &["audit", "o"]);
+    assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
 }

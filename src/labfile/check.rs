@@ -8,6 +8,7 @@ use std::path::Path;
 
 use toml::Spanned;
 
+use super::evidence;
 use super::lab::{
     CheckDef, DesignDef, InvariantDef, PredictDef, RoleDef, ScenarioDef, StepDef, StoreDef, UserLab,
 };
@@ -62,6 +63,18 @@ fn plain_name(name: &Spanned<String>, kind: &str) -> Checked<()> {
         && text
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+    // The evidence's own files and directories, beside a scenario's (driver) or a design's
+    // (explore) directory.
+    let reserved = text == evidence::COPY_DIR || text.ends_with(".json") || text.ends_with(".html");
+    if plain && reserved {
+        return Err(at(
+            name,
+            format!(
+                "{kind} name '{text}' is the evidence's own ('{}', *.json, *.html)",
+                evidence::COPY_DIR
+            ),
+        ));
+    }
     match plain {
         true => Ok(()),
         false => Err(at(
@@ -97,6 +110,16 @@ fn resolve(file: FileLab, path: &Path, dir: &Path) -> Checked<UserLab> {
                 },
             )?),
         };
+        if let Some(schema) = &store.get_ref().schema {
+            if Path::new(schema.get_ref()).file_name() == Path::new(evidence::COPY).file_name()
+                && !schema.get_ref().contains('/')
+            {
+                return Err(at(
+                    schema,
+                    format!("store '{name}': a schema file beside the lab file may not be named crashlab.toml: the evidence keeps the lab file's copy under that name"),
+                ));
+            }
+        }
         let sqlite = &store.get_ref().sqlite;
         if sqlite.get_ref().is_empty() || sqlite.get_ref().contains('/') {
             return Err(at(
@@ -123,6 +146,8 @@ fn resolve(file: FileLab, path: &Path, dir: &Path) -> Checked<UserLab> {
             placeholders(item, &stores)?;
         }
         for point in role.points.keys() {
+            // A point's name becomes part of an explore case's directory.
+            plain_name(&Spanned::new(spanned.span(), point.clone()), "a point's")?;
             if !all_points.insert(point.clone()) {
                 return Err(at(
                     spanned,

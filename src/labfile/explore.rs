@@ -245,11 +245,14 @@ fn explore_into(
                 verdict,
                 dir: rel(out, &base.join("no-crash")),
             });
+            // The points a role declares: one it announced without declaring is the run
+            // without a crash's fault (judge), never a case.
             let arms: Vec<Arm> = ran
                 .steps
                 .iter()
                 .enumerate()
                 .flat_map(|(i, s)| s.points.iter().map(move |(p, h)| (i, p.clone(), *h)))
+                .filter(|(_, p, _)| lab.point(p).is_some())
                 .collect();
             for arm in arms {
                 if cases.len() >= CASES_MAX {

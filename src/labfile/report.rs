@@ -95,13 +95,15 @@ fn run_section(s: &mut String, run: &RunRecord) {
     let mut what: Vec<String> = run
         .arms
         .iter()
-        .map(|(i, point, hit)| format!("crash armed at step {} {point}@{hit}", i + 1))
+        .map(|(i, point, hit)| format!("crash armed at step {} {point}@{hit}", i.saturating_add(1)))
         .collect();
-    what.extend(
-        run.kills
-            .iter()
-            .map(|k| format!("SIGKILL due at step {} after {} ms", k.step + 1, k.after_ms)),
-    );
+    what.extend(run.kills.iter().map(|k| {
+        format!(
+            "SIGKILL due at step {} after {} ms",
+            k.step.saturating_add(1),
+            k.after_ms
+        )
+    }));
     if what.is_empty() {
         what.push("no crash".into());
     }

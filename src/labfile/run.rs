@@ -42,7 +42,14 @@ pub fn attach(dir: &Path, stores: &[StoreDef], make: bool) -> Result<rusqlite::C
             );
         }
         let mode = if make { "rw" } else { "ro" };
-        let uri = format!("file:{}?mode={mode}", path.display());
+        // A URI: the characters that end or escape its path are escaped in the file's name.
+        let escaped = path
+            .display()
+            .to_string()
+            .replace('%', "%25")
+            .replace('#', "%23")
+            .replace('?', "%3F");
+        let uri = format!("file:{escaped}?mode={mode}");
         conn.execute("ATTACH DATABASE ?1 AS ?2", (&uri, &store.name))
             .with_context(|| format!("attaching store '{}'", store.name))?;
     }
@@ -382,7 +389,10 @@ fn run_role(
         stopped && flood.get(),
         keep,
     );
-    run.killed_after_ms = kill_after_ms.filter(|_| killed.get() && !flood.get());
+    // The kill came due, and the child died of it: one that exited just before the kill's
+    // moment, and was only reaped after, ended first.
+    let died_of_it = ended.signal == Some(libc::SIGKILL) && !ended.timed_out;
+    run.killed_after_ms = kill_after_ms.filter(|_| killed.get() && !flood.get() && died_of_it);
     if run.killed_after_ms.is_some() {
         // A role killed from outside may be cut in the middle of an events line.
         run.faults.retain(|f| f != TORN);
@@ -614,20 +624,32 @@ fn read_check(lab: &UserLab, dir: &Path, name: &str, check: &str) -> StepRun {
     }
 }
 
+/// The most characters of one value a record keeps (a check's value, an example row): the
+/// evidence of a run stays within what the audit reads, whatever a store holds.
+const VALUE_CHARS_MAX: usize = 1000;
+
+/// `text` cut to VALUE_CHARS_MAX characters, saying how long it was.
+fn clip(text: String) -> String {
+    match text.char_indices().nth(VALUE_CHARS_MAX) {
+        None => text,
+        Some((at, _)) => format!("{}… ({} bytes)", &text[..at], text.len()),
+    }
+}
+
 /// A check's query on the stores in `dir`: the first column of its first row, as text.
 pub fn check_value(dir: &Path, stores: &[StoreDef], sql: &str) -> String {
     let got = attach(dir, stores, false).and_then(|conn| {
         conn.query_row(sql, [], |row| row.get::<_, rusqlite::types::Value>(0))
             .map_err(anyhow::Error::from)
     });
-    match got {
+    clip(match got {
         Ok(rusqlite::types::Value::Integer(i)) => i.to_string(),
         Ok(rusqlite::types::Value::Text(t)) => t,
         Ok(rusqlite::types::Value::Real(r)) => r.to_string(),
         Ok(rusqlite::types::Value::Null) => "NULL".into(),
         Ok(rusqlite::types::Value::Blob(_)) => "a blob".into(),
         Err(e) => format!("error: {e:#}"),
-    }
+    })
 }
 
 /// Every invariant's query on the stores: its rows are its anomalies.
@@ -652,7 +674,7 @@ pub fn invariants(dir: &Path, stores: &[StoreDef], all: &[InvariantDef]) -> Resu
                         Err(e) => e.to_string(),
                     })
                     .collect();
-                examples.push(cells.join("|"));
+                examples.push(clip(cells.join("|")));
             }
         }
         found.push(Found {

@@ -13,14 +13,36 @@ use rustix::process::{
 
 /// The most /proc entries one look at the process table reads.
 const PROC_ENTRIES_MAX: usize = 100_000;
-/// How long a sweep sleeps between two looks.
+/// How long a sweep sleeps between its first two looks, and at most.
 const SLICE: Duration = Duration::from_millis(2);
+const SLICE_MAX: Duration = Duration::from_millis(100);
 
 /// From now on, a process this one started, directly or not, whose parent dies becomes this
 /// process's child (PR_SET_CHILD_SUBREAPER), where `sweep` finds it.
 pub fn adopt_orphans() -> std::io::Result<()> {
+    // What was already a child before any role ran (a process started by whoever `exec`ed
+    // this one) is not a role's: never swept.
+    let mut passed = spared();
+    if passed.is_empty() {
+        passed.extend(
+            children_of(getpid())
+                .iter()
+                .map(|p| p.as_raw_nonzero().get()),
+        );
+        // Not a pid: marks the list as taken, so a second call adds nothing.
+        passed.push(0);
+    }
+    drop(passed);
     rustix::process::set_child_subreaper(Some(getpid()))?;
     Ok(())
+}
+
+/// The children no sweep kills: those from before the first role (`adopt_orphans`), and
+/// those a sweep could not end within its bound (blamed once, on the step that left them).
+static SPARED: std::sync::Mutex<Vec<libc::pid_t>> = std::sync::Mutex::new(Vec::new());
+
+fn spared() -> std::sync::MutexGuard<'static, Vec<libc::pid_t>> {
+    SPARED.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// SIGKILL the process group `group` and every child of this process but those in `keep`
@@ -31,11 +53,16 @@ pub fn sweep(group: libc::pid_t, bound: Duration, keep: &[libc::pid_t]) -> bool 
         return true;
     };
     let deadline = Instant::now() + bound;
+    let mut slice = SLICE;
     loop {
         let _ = kill_process_group(group, Signal::KILL);
+        let passed = spared().clone();
         let children: Vec<Pid> = children_of(getpid())
             .into_iter()
-            .filter(|c| !keep.contains(&c.as_raw_nonzero().get()))
+            .filter(|c| {
+                let pid = c.as_raw_nonzero().get();
+                !keep.contains(&pid) && !passed.contains(&pid)
+            })
             .collect();
         for child in &children {
             let _ = kill_process(*child, Signal::KILL);
@@ -47,9 +74,14 @@ pub fn sweep(group: libc::pid_t, bound: Duration, keep: &[libc::pid_t]) -> bool 
             return true;
         }
         if Instant::now() >= deadline {
+            // Blamed on this step; a later step's sweep passes them by.
+            spared().extend(children.iter().map(|c| c.as_raw_nonzero().get()));
             return false;
         }
-        std::thread::sleep(SLICE);
+        // Quick for the common case (a killed process dies within milliseconds), and no busy
+        // loop for one that does not.
+        std::thread::sleep(slice);
+        slice = (slice * 2).min(SLICE_MAX);
     }
 }
 

@@ -89,6 +89,11 @@ pub fn spawn_env(
             command.env_remove(events::EVENTS_ENV);
         }
     }
+    // Never an arm from this process's own environment (a crashlab under a crashlab, an
+    // export left behind): only the one `env` gives.
+    command
+        .env_remove(crate::point::CRASH_AT_ENV)
+        .env_remove(crate::point::CRASH_MODE_ENV);
     command.envs(env.iter().map(|(k, v)| (k, v)));
     let started = Instant::now();
     command
