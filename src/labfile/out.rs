@@ -42,8 +42,10 @@ pub(super) fn into_out(
         ))
     })?;
     crate::engine::evidence::publish(&partial, &out)?;
-    for line in &printed {
-        crate::say!("{line}");
+    // What a role or a store said reaches the terminal with no control character in it (an
+    // escape sequence in a check's value, say); JSON escapes its own.
+    for line in printed.iter().flat_map(|p| p.split('\n')) {
+        crate::say!("{}", crate::engine::report::text::clean(line));
     }
     Ok(code)
 }
