@@ -7,7 +7,7 @@ use std::fmt::Write;
 
 use super::evidence::{Record, RunRecord, RECORD};
 use super::run::{stem, StepRun};
-use crate::engine::report::html::STYLE;
+use crate::engine::report::html::{link, STYLE};
 use crate::engine::report::text::{self, escape};
 
 /// The page's name in the run's directory.
@@ -194,17 +194,6 @@ fn happened(step: &StepRun) -> String {
     }
     parts.extend(step.faults.iter().cloned());
     parts.join("; ")
-}
-
-fn link(path: &str, label: &str) -> String {
-    match text::linkable(path) {
-        true => format!(
-            r#"<a href="{}">{}</a>"#,
-            escape(&text::href(path)),
-            escape(label)
-        ),
-        false => escape(label),
-    }
 }
 
 /// The steps in order, each a bar as long as its wall (the moments between steps are not

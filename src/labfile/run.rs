@@ -102,8 +102,9 @@ pub struct StepRun {
 }
 
 impl StepRun {
-    /// A background step's record until its stop step ends it.
-    fn pending(name: &str, role: &str) -> StepRun {
+    /// A step's record before anything is known of it (a background step's until its stop
+    /// step ends it): the others start from it.
+    fn new(name: &str, role: &str) -> StepRun {
         StepRun {
             name: name.to_string(),
             role: role.to_string(),
@@ -201,7 +202,6 @@ pub fn scenario_killed(
     let mut reaper = process::Reaper(Vec::new());
     for (i, step) in scenario.steps.iter().enumerate() {
         let arm = arms.iter().find(|a| a.0 == i).map(|a| (&a.1, a.2));
-        let keep: Vec<libc::pid_t> = running.iter().map(|b| b.launched.started.pid).collect();
         let record = match step {
             StepDef::Run {
                 name,
@@ -213,18 +213,16 @@ pub fn scenario_killed(
                 reaper.0.push(bg.launched.started.pid);
                 running.push(bg);
                 // Its record comes when its stop step ends it.
-                StepRun::pending(name, role)
+                StepRun::new(name, role)
             }
             StepDef::Run { name, role, .. } => {
                 let kill = kills.iter().find(|k| k.step == i).map(|k| k.after_ms);
-                run_role(setup, &dir, (i, name, role), arm, kill, &keep)?
+                run_role(setup, &dir, (i, name, role), arm, kill, &pids(&running))?
             }
             StepDef::Stop { name, step } => {
                 let at = running.iter().position(|b| b.index == *step);
                 let bg = running.remove(at.expect("lab check: a stop names a running step"));
-                let keep: Vec<libc::pid_t> =
-                    running.iter().map(|b| b.launched.started.pid).collect();
-                let (record, own) = stop_background(setup, bg, name, &keep)?;
+                let (record, own) = stop_background(setup, bg, name, &pids(&running))?;
                 steps[*step] = record;
                 own
             }
@@ -421,18 +419,11 @@ fn ended_role(
     // is still dying when the next step starts (a killed writer's lock, say).
     let swept = process::sweep(launched.started.pid, SWEEP_BOUND, keep);
     let mut run = StepRun {
-        name: name.to_string(),
-        role: role.to_string(),
         argv: self::argv(setup.lab, setup.design, role, &Places::recorded()),
         exit: ended.exit,
         timed_out: ended.timed_out,
         wall_ms: ended.wall_ms,
-        points: Vec::new(),
-        crashed: None,
-        faults: Vec::new(),
-        check: None,
-        killed_after_ms: None,
-        stopped: false,
+        ..StepRun::new(name, role)
     };
     read_events(&process::events_file(&launched.out), &mut run);
     if !swept {
@@ -464,6 +455,11 @@ struct Background {
     ended: Option<process::Ended>,
     /// What went wrong while it started.
     faults: Vec<String>,
+}
+
+/// The pids of the background steps still running: no sweep kills them.
+fn pids(running: &[Background]) -> Vec<libc::pid_t> {
+    running.iter().map(|b| b.launched.started.pid).collect()
 }
 
 fn start_background(
@@ -530,18 +526,8 @@ fn stop_background(
     run.timed_out &= !stopped;
     run.faults.extend(bg.faults);
     let own = StepRun {
-        name: name.to_string(),
-        role: bg.role.clone(),
-        argv: Vec::new(),
-        exit: 0,
-        timed_out: false,
         wall_ms: began.elapsed().as_secs_f64() * 1000.0,
-        points: Vec::new(),
-        crashed: None,
-        faults: Vec::new(),
-        check: None,
-        killed_after_ms: None,
-        stopped: false,
+        ..StepRun::new(name, &bg.role)
     };
     Ok((run, own))
 }
@@ -609,18 +595,9 @@ fn read_check(lab: &UserLab, dir: &Path, name: &str, check: &str) -> StepRun {
     let def = lab.check(check).expect("a validated step names a check");
     let got = check_value(dir, &lab.stores, &def.sql);
     StepRun {
-        name: name.to_string(),
-        role: format!("check {check}"),
-        argv: Vec::new(),
         exit: i32::from(got != def.expect),
-        timed_out: false,
-        wall_ms: 0.0,
-        points: Vec::new(),
-        crashed: None,
-        faults: Vec::new(),
         check: Some((got, def.expect.clone())),
-        killed_after_ms: None,
-        stopped: false,
+        ..StepRun::new(name, &format!("check {check}"))
     }
 }
 

@@ -28,20 +28,49 @@ pub struct Proc {
     pub start_ticks: u64,
 }
 
-/// Parent pid and start time of a live (not zombie) process; None when it is gone or a zombie.
-fn stat(pid: i32) -> Option<(i32, u64)> {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+/// The most /proc entries one look at the process table reads.
+const PROC_ENTRIES_MAX: usize = 100_000;
+
+/// Every pid in /proc now (bounded).
+pub fn pids() -> Vec<i32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .take(PROC_ENTRIES_MAX)
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .collect()
+}
+
+/// State, parent pid and start time of a process, zombies included; None when it is gone.
+fn stat_of(pid: i32) -> Option<(String, i32, u64)> {
+    parse_stat(&std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?)
+}
+
+/// A /proc/PID/stat line's state, parent pid and start time.
+fn parse_stat(text: &str) -> Option<(String, i32, u64)> {
     // The command name (field 2) may hold spaces and parentheses: fields resume after the
     // last ')'.
     let rest = &text[text.rfind(')')? + 1..];
     let fields: Vec<&str> = rest.split_whitespace().collect();
     // rest[0] is field 3 (state), so field N is rest[N - 3].
-    let state = *fields.first()?;
+    let state = fields.first()?.to_string();
+    let ppid = fields.get(1)?.parse().ok()?;
+    let start_ticks = fields.get(19)?.parse().ok()?;
+    Some((state, ppid, start_ticks))
+}
+
+/// The parent pid of a process, a zombie's too (a zombie is still to be reaped).
+pub fn parent(pid: i32) -> Option<i32> {
+    stat_of(pid).map(|(_, ppid, _)| ppid)
+}
+
+/// Parent pid and start time of a live (not zombie) process; None when it is gone or a zombie.
+fn stat(pid: i32) -> Option<(i32, u64)> {
+    let (state, ppid, start_ticks) = stat_of(pid)?;
     if state == "Z" || state == "X" {
         return None;
     }
-    let ppid = fields.get(1)?.parse().ok()?;
-    let start_ticks = fields.get(19)?.parse().ok()?;
     Some((ppid, start_ticks))
 }
 
@@ -57,21 +86,10 @@ pub fn alive(proc: Proc) -> bool {
 
 /// `root` and every live descendant of it, found through the parent pids in `/proc`.
 pub fn tree(root: i32) -> BTreeSet<Proc> {
-    let mut table: Vec<(i32, i32, u64)> = Vec::new();
-    if let Ok(entries) = std::fs::read_dir("/proc") {
-        for entry in entries.flatten() {
-            let Some(pid) = entry
-                .file_name()
-                .to_str()
-                .and_then(|n| n.parse::<i32>().ok())
-            else {
-                continue;
-            };
-            if let Some((ppid, start)) = stat(pid) {
-                table.push((pid, ppid, start));
-            }
-        }
-    }
+    let table: Vec<(i32, i32, u64)> = pids()
+        .into_iter()
+        .filter_map(|pid| stat(pid).map(|(ppid, start)| (pid, ppid, start)))
+        .collect();
     let mut found = BTreeSet::new();
     let mut frontier = vec![root];
     if let Some((_, start)) = stat(root) {
@@ -254,5 +272,12 @@ mod tests {
             pid: me,
             start_ticks: start + 1
         }));
+    }
+
+    #[test]
+    fn the_parent_is_read_after_a_command_with_spaces_and_parentheses() {
+        let stat = "4242 (a b) (c)) Z 17 4242 4242 0 -1 4194560 0 0 0 0 0 0 0 0 20 0 1 0 99";
+        assert_eq!(parse_stat(stat), Some(("Z".to_string(), 17, 99)));
+        assert_eq!(parse_stat("garbage"), None);
     }
 }

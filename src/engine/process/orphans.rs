@@ -11,8 +11,6 @@ use rustix::process::{
     WaitOptions,
 };
 
-/// The most /proc entries one look at the process table reads.
-const PROC_ENTRIES_MAX: usize = 100_000;
 /// How long a sweep sleeps between its first two looks, and at most.
 const SLICE: Duration = Duration::from_millis(2);
 const SLICE_MAX: Duration = Duration::from_millis(100);
@@ -85,37 +83,13 @@ pub fn sweep(group: libc::pid_t, bound: Duration, keep: &[libc::pid_t]) -> bool 
     }
 }
 
-/// The pids whose parent is `parent`, from /proc (bounded).
+/// The pids whose parent is `parent`, zombies included (`servers::process` reads /proc).
 fn children_of(parent: Pid) -> Vec<Pid> {
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    entries
-        .take(PROC_ENTRIES_MAX)
-        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
-        .filter(|&pid| {
-            std::fs::read_to_string(format!("/proc/{pid}/stat"))
-                .ok()
-                .and_then(|stat| parent_in_stat(&stat))
-                == Some(parent.as_raw_nonzero().get())
-        })
+    use crate::servers::process as procfs;
+    let parent = parent.as_raw_nonzero().get();
+    procfs::pids()
+        .into_iter()
+        .filter(|&pid| procfs::parent(pid) == Some(parent))
         .filter_map(Pid::from_raw)
         .collect()
-}
-
-/// The parent pid in a /proc/PID/stat line: the second field after the command, which is
-/// in parentheses and may itself hold spaces and parentheses.
-fn parent_in_stat(stat: &str) -> Option<i32> {
-    let (_, rest) = stat.rsplit_once(')')?;
-    rest.split_whitespace().nth(1)?.parse().ok()
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn the_parent_is_read_after_a_command_with_spaces_and_parentheses() {
-        let stat = "4242 (a b) (c)) S 17 4242 4242 0 -1 4194560";
-        assert_eq!(super::parent_in_stat(stat), Some(17));
-        assert_eq!(super::parent_in_stat("garbage"), None);
-    }
 }

@@ -50,7 +50,8 @@ const RAW: &[(&str, &str)] = &[
     ),
 ];
 
-fn link(path: &str, label: &str) -> String {
+/// A relative link to a file of the run, or the label alone when the path may not be linked.
+pub fn link(path: &str, label: &str) -> String {
     if text::linkable(path) {
         format!(
             r#"<a href="{}">{}</a>"#,
