@@ -81,6 +81,8 @@ fn each_mistake_is_one_line_with_its_place_and_exit_2() {
         ("name = \"two-rows\"", "name = \"lab\"", ":14:8: a scenario's name 'lab' is the evidence's own"),
         ("\"job.after-insert\" =", "\"job/../x\" =", ":8:1: a point's name 'job/../x': use letters, digits"),
         (r#"{ check = "rows" }"#, r#"{ check = "rows", exit = 3 }"#, ":15:28: step 'check-rows': `crash`, `exit` and `ready` belong to a step that runs a role"),
+        ("sqlite = \"db.sqlite\"", "sqlite = \"db.sqlite\"\npostgres = true", ":5:1: store 'db': say either sqlite = \"FILE\" or postgres = true"),
+        ("sqlite = \"db.sqlite\"", "postgres = false", ":5:1: store 'db': say either sqlite = \"FILE\" or postgres = true"),
     ];
     for (from, to, line) in mistakes {
         assert!(LAB.contains(from), "{from}");
@@ -433,20 +435,8 @@ fn the_python_outbox_example_breaks_exactly_where_predicted() {
     audit_fails(&o, "mark-before-publish/two-orders/02-relay-relay.after-mark@1: step relay: exit 0 recorded, but its events show the crash at relay.after-mark@1, which exits 73");
     let report: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
     let cases = report["cases"].as_array().unwrap();
-    let broke: Vec<String> = cases
-        .iter()
-        .filter(|c| !c["anomalies"].as_array().unwrap().is_empty())
-        .map(|c| {
-            format!(
-                "{} {} {}",
-                c["design"].as_str().unwrap(),
-                c["at"].as_str().unwrap(),
-                c["anomalies"][0].as_str().unwrap()
-            )
-        })
-        .collect();
     assert_eq!(
-        broke,
+        broke(&stdout(&out)),
         [
             "mark-before-publish relay:relay.after-mark@1 lost-write",
             "mark-before-publish relay:relay.after-mark@2 lost-write",
@@ -474,13 +464,113 @@ fn the_python_outbox_example_breaks_exactly_where_predicted() {
 }
 
 fn audit_passes(dir: &Path) {
+    audit_passes_as(dir, "python-outbox");
+}
+
+fn audit_passes_as(dir: &Path, id: &str) {
     let out = crashlab(Path::new("."), &["audit", dir.to_str().unwrap()]);
     assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
     assert!(
-        stdout(&out).contains("PASS: lab file python-outbox"),
+        stdout(&out).contains(&format!("PASS: lab file {id}")),
         "{}",
         stdout(&out)
     );
+}
+
+/// The cases of an explore's JSON report that found an anomaly: `design at anomaly`.
+fn broke(report: &str) -> Vec<String> {
+    let report: serde_json::Value = serde_json::from_str(report).unwrap();
+    report["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| !c["anomalies"].as_array().unwrap().is_empty())
+        .map(|c| {
+            format!(
+                "{} {} {}",
+                c["design"].as_str().unwrap(),
+                c["at"].as_str().unwrap(),
+                c["anomalies"][0].as_str().unwrap()
+            )
+        })
+        .collect()
+}
+
+/// The same Outbox on PostgreSQL (psycopg2): each store a database of its own on the run's
+/// private server, read back into SQLite copies that the audit re-reads with no server.
+#[test]
+fn the_python_outbox_on_postgres_breaks_where_predicted_and_its_copies_audit() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let dir = tempfile::tempdir().unwrap();
+    let o = dir.path().join("o");
+    let out = crashlab(
+        root,
+        &[
+            "explore",
+            "examples/python-postgres/crashlab.toml",
+            "--variants",
+            "all",
+            "--json",
+            "--out",
+            o.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
+    assert_eq!(
+        broke(&stdout(&out)),
+        [
+            "mark-before-publish relay:relay.after-mark@1 lost-write",
+            "mark-before-publish relay:relay.after-mark@2 lost-write",
+            "ack-before-apply consumer:consumer.after-ack@1 lost-write",
+            "ack-before-apply consumer:consumer.after-ack@2 lost-write",
+        ]
+    );
+    // A role's command line records the store's placeholder, never the server's URL.
+    let record = std::fs::read_to_string(o.join("labfile.json")).unwrap();
+    assert!(record.contains("\"{store.app}\""), "{record}");
+    assert!(!record.contains("postgres://"), "{record}");
+    audit_passes_as(&o, "python-postgres");
+    // The copy the check step kept: a booleans is 1 or 0, an integer an integer.
+    let kept = o.join("correct/two-orders/no-crash/06-check-effects.stores");
+    let broker = rusqlite::Connection::open(kept.join("broker.postgres.db")).unwrap();
+    let acked: Vec<(i64, i64)> = broker
+        .prepare("SELECT seq, acked FROM queue ORDER BY seq")
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert_eq!(acked, [(1, 1), (2, 1)]);
+    drop(broker);
+    let consumer = kept.join("consumer.postgres.db");
+    let db = rusqlite::Connection::open(&consumer).unwrap();
+    db.execute("UPDATE ledger SET amount = amount + 1 WHERE rowid = 1", [])
+        .unwrap();
+    drop(db);
+    common::forge_manifest_entry(
+        &o,
+        "correct/two-orders/no-crash/06-check-effects.stores/consumer.postgres.db",
+    );
+    audit_fails(&o, "check effects (query `SELECT sum(amount) FROM consumer.ledger`) on the kept stores app.postgres.db, broker.postgres.db, consumer.postgres.db gives 66, recorded 65");
+    // --pg-url is refused where no store is on PostgreSQL, before anything runs.
+    let none = dir.path().join("none");
+    let out = crashlab(
+        root,
+        &[
+            "driver",
+            "examples/python-outbox/crashlab.toml",
+            "--pg-url",
+            "postgres://crashlab@127.0.0.1:1/postgres",
+            "--out",
+            none.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(code(&out), 2, "{}", stderr(&out));
+    assert_eq!(
+        stderr(&out).trim(),
+        "crashlab: --pg-url: the lab file has no PostgreSQL store"
+    );
+    assert!(!none.exists());
 }
 
 fn audit_fails(dir: &Path, line: &str) {

@@ -72,8 +72,17 @@ pub fn chaos(lab: &UserLab, options: &Options, plan: &Plan) -> Result<i32> {
             scenario.name
         )));
     }
+    // Before the output directory: a server that cannot start leaves nothing behind.
+    let pg = super::postgres::Server::start(&lab.stores, options.pg_url.as_deref())?;
+    let setup = Setup {
+        lab,
+        design,
+        mode: MODE,
+        timeout: options.timeout,
+        pg: pg.as_ref(),
+    };
     super::out::into_out(lab, &options.out, "chaos-", |out, named, printed| {
-        chaos_into(lab, options, plan, design, out, named, printed)
+        chaos_into(&setup, options, plan, out, named, printed)
     })
 }
 
@@ -212,27 +221,21 @@ pub fn killable(scenario: &ScenarioDef) -> Vec<bool> {
 /// chaos' run, written into `out` (the partial directory), published as `named`; what it
 /// prints goes to `printed`.
 fn chaos_into(
-    lab: &UserLab,
+    setup: &Setup<'_>,
     options: &Options,
     plan: &Plan,
-    design: &DesignDef,
     out: &Path,
     named: &Path,
     printed: &mut Vec<String>,
 ) -> Result<i32> {
+    let (lab, design) = (setup.lab, setup.design);
     let began = Instant::now();
-    let setup = Setup {
-        lab,
-        design,
-        mode: MODE,
-        timeout: options.timeout,
-    };
     let mut runs: Vec<RunRecord> = Vec::new();
     let mut rows: Vec<[String; 5]> = Vec::new();
     let mut walls: Vec<Vec<Option<f64>>> = Vec::new();
     for scenario in &lab.scenarios {
         let dir = dir_of(None, scenario);
-        let ran = run::scenario(&setup, scenario, &out.join(&dir), &[])?;
+        let ran = run::scenario(setup, scenario, &out.join(&dir), &[])?;
         walls.push(walls_of(scenario, &ran));
         let verdict = verdict(lab, design, scenario, &ran, &[]);
         rows.push([
@@ -259,7 +262,7 @@ fn chaos_into(
         for (index, scenario) in lab.scenarios.iter().enumerate() {
             let kills = draw(seed, index, &walls[index], plan.kills);
             let dir = dir_of(Some(seed), scenario);
-            let ran = run::scenario_killed(&setup, scenario, &out.join(&dir), &[], &kills)?;
+            let ran = run::scenario_killed(setup, scenario, &out.join(&dir), &[], &kills)?;
             let verdict = verdict(lab, design, scenario, &ran, &kills);
             let at: Vec<String> = kills
                 .iter()

@@ -120,16 +120,37 @@ fn resolve(file: FileLab, path: &Path, dir: &Path) -> Checked<UserLab> {
                 ));
             }
         }
-        let sqlite = &store.get_ref().sqlite;
-        if sqlite.get_ref().is_empty() || sqlite.get_ref().contains('/') {
+        let (file, postgres) = match (&store.get_ref().sqlite, &store.get_ref().postgres) {
+            (Some(sqlite), None) => {
+                if sqlite.get_ref().is_empty() || sqlite.get_ref().contains('/') {
+                    return Err(at(
+                        sqlite,
+                        "a store's file is a plain name in the run's directory".into(),
+                    ));
+                }
+                (sqlite.get_ref().clone(), false)
+            }
+            (None, Some(postgres)) if *postgres.get_ref() => (format!("{name}.postgres.db"), true),
+            _ => {
+                return Err(at(
+                    store,
+                    format!("store '{name}': say either sqlite = \"FILE\" or postgres = true"),
+                ))
+            }
+        };
+        if let Some(other) = stores.iter().find(|s: &&StoreDef| s.file == file) {
             return Err(at(
-                sqlite,
-                "a store's file is a plain name in the run's directory".into(),
+                store,
+                format!(
+                    "store '{name}': its file {file} is store '{}''s too",
+                    other.name
+                ),
             ));
         }
         stores.push(StoreDef {
             name: name.clone(),
-            file: sqlite.get_ref().clone(),
+            file,
+            postgres,
             schema,
             schema_file: store.get_ref().schema.as_ref().map(|s| s.get_ref().clone()),
         });
@@ -517,7 +538,8 @@ fn placeholders(item: &Spanned<String>, stores: &[StoreDef]) -> Checked<()> {
 /// schemas, all attached by name; when a store has no schema its tables are unknown until a
 /// role makes them, and the queries are prepared at run time instead.
 fn queries(file: &FileLab, stores: &[StoreDef]) -> Checked<()> {
-    if stores.iter().any(|s| s.schema.is_none()) {
+    // A PostgreSQL store's tables are known once the server made them: at run time too.
+    if stores.iter().any(|s| s.schema.is_none() || s.postgres) {
         return Ok(());
     }
     let made = crate::owner::tempdir("check").map_err(|e| {

@@ -19,27 +19,30 @@ use crate::fail;
 /// where the file says, its checks read, every invariant held as predicted.
 pub fn driver(lab: &UserLab, options: &Options) -> Result<i32> {
     let design = designs(lab, "--variants", &options.designs)?[0];
+    // Before the output directory: a server that cannot start leaves nothing behind.
+    let pg = super::postgres::Server::start(&lab.stores, options.pg_url.as_deref())?;
+    let setup = Setup {
+        lab,
+        design,
+        mode: options.mode,
+        timeout: options.timeout,
+        pg: pg.as_ref(),
+    };
     into_out(lab, &options.out, "", |out, named, printed| {
-        driver_into(lab, options, design, out, named, printed)
+        driver_into(&setup, options, out, named, printed)
     })
 }
 
 /// The driver's run, written into `out` (the partial directory), published as `named`;
 /// what it prints goes to `printed`.
 fn driver_into(
-    lab: &UserLab,
+    setup: &Setup<'_>,
     options: &Options,
-    design: &DesignDef,
     out: &Path,
     named: &Path,
     printed: &mut Vec<String>,
 ) -> Result<i32> {
-    let setup = Setup {
-        lab,
-        design,
-        mode: options.mode,
-        timeout: options.timeout,
-    };
+    let (lab, design) = (setup.lab, setup.design);
     let mut code = fail::EXIT_OK;
     let mut runs = Vec::new();
     printed.push(format!(
@@ -59,7 +62,7 @@ fn driver_into(
                 _ => None,
             })
             .collect();
-        let ran = run::scenario(&setup, scenario, &out.join(&scenario.name), &arms)?;
+        let ran = run::scenario(setup, scenario, &out.join(&scenario.name), &arms)?;
         for (i, (def, step)) in scenario.steps.iter().zip(&ran.steps).enumerate() {
             let armed = arms.iter().find(|a| a.0 == i);
             let expect = match (def, armed) {

@@ -26,6 +26,9 @@ pub struct Options {
     pub out: Option<PathBuf>,
     pub timeout: Duration,
     pub json: bool,
+    /// `--pg-url`: the PostgreSQL server of the lab's PostgreSQL stores, instead of a private
+    /// one.
+    pub pg_url: Option<String>,
     /// The command line as the evidence records it (`crashlab` first, no machine path).
     pub command: Vec<String>,
 }
@@ -61,7 +64,7 @@ pub(super) fn designs<'a>(lab: &'a UserLab, flag: &str, given: &str) -> Result<V
     let chosen = named(lab, flag, given)?;
     for design in &chosen {
         for role in &lab.roles {
-            let argv = run::argv(lab, design, &role.name, &run::Places::recorded());
+            let argv = run::argv(lab, design, &role.name, &run::Places::recorded(lab));
             if argv.first().is_none_or(|program| program.is_empty()) {
                 return Err(fail::usage(format!(
                     "{}: role '{}' has no program once design '{}' puts its arguments in",
@@ -196,8 +199,10 @@ pub fn judge(
 /// `crashlab explore FILE`.
 pub fn explore(lab: &UserLab, options: &Options) -> Result<i32> {
     let chosen = designs(lab, "--variants", &options.designs)?;
+    // Before the output directory: a server that cannot start leaves nothing behind.
+    let pg = super::postgres::Server::start(&lab.stores, options.pg_url.as_deref())?;
     super::out::into_out(lab, &options.out, "explore-", |out, named, printed| {
-        explore_into(lab, options, &chosen, out, named, printed)
+        explore_into(lab, options, &chosen, pg.as_ref(), out, named, printed)
     })
 }
 
@@ -207,6 +212,7 @@ fn explore_into(
     lab: &UserLab,
     options: &Options,
     chosen: &[&DesignDef],
+    pg: Option<&super::postgres::Server>,
     out: &Path,
     named: &Path,
     printed: &mut Vec<String>,
@@ -221,6 +227,7 @@ fn explore_into(
             design,
             mode: options.mode,
             timeout: options.timeout,
+            pg,
         };
         for scenario in &lab.scenarios {
             let base = out.join(&design.name).join(&scenario.name);

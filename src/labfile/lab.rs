@@ -30,8 +30,11 @@ pub struct UserLab {
 #[derive(Debug, Clone)]
 pub struct StoreDef {
     pub name: String,
-    /// Its file in the run's directory.
+    /// Its file in the run's directory: for a PostgreSQL store, the SQLite copy of its tables
+    /// the checks and invariants read (`NAME.postgres.db`).
     pub file: String,
+    /// A database of its own on the run's PostgreSQL server, not a SQLite file.
+    pub postgres: bool,
     /// The SQL that creates it before each scenario.
     pub schema: Option<String>,
     /// Its schema's file, as the lab file names it (beside the lab file).

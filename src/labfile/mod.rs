@@ -10,6 +10,7 @@ pub mod evidence;
 pub mod explore;
 mod lab;
 mod out;
+mod postgres;
 pub mod report;
 pub mod run;
 mod schema;

@@ -9,6 +9,7 @@ use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
 use super::lab::{DesignDef, InvariantDef, ScenarioDef, StepDef, StoreDef, UserLab};
+use super::postgres;
 use crate::crash::Mode;
 use crate::engine::jepsen::Anomaly;
 use crate::engine::process;
@@ -20,12 +21,14 @@ pub const OUTPUT_BYTES_MAX: u64 = 64 * 1024 * 1024;
 const ROWS_KEPT: usize = 20;
 
 /// Open an in-memory connection with every store attached by its name: made from its schema
-/// first when `make`, else read-only (a missing store is an error).
+/// first when `make` (a SQLite store; a PostgreSQL one is made on its server), else read-only
+/// (a missing store is an error).
 pub fn attach(dir: &Path, stores: &[StoreDef], make: bool) -> Result<rusqlite::Connection> {
     use rusqlite::OpenFlags;
     let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_URI;
     let conn = rusqlite::Connection::open_with_flags(":memory:", flags)?;
-    for store in stores {
+    // A PostgreSQL store's file is its copy, read back from the server (`postgres::Made`).
+    for store in stores.iter().filter(|s| !(make && s.postgres)) {
         let path = dir.join(&store.file);
         if make {
             let file = rusqlite::Connection::open(&path)
@@ -56,11 +59,21 @@ pub fn attach(dir: &Path, stores: &[StoreDef], make: bool) -> Result<rusqlite::C
     Ok(conn)
 }
 
+/// Make the stores in `dir` ready to read: each PostgreSQL store read back into its file, and
+/// each SQLite store's hot journal rolled back (`recover`).
+fn read_back(dir: &Path, stores: &[StoreDef], made: Option<&postgres::Made>) -> Result<()> {
+    recover(dir, stores);
+    match made {
+        Some(made) => made.read_back(dir, stores),
+        None => Ok(()),
+    }
+}
+
 /// Roll back the hot journal a killed writer left, as the next ordinary reader of the store
 /// would: the checks and invariants open the stores read-only, which cannot. A store that
 /// cannot be opened is left as it is, for the reading to say so.
 fn recover(dir: &Path, stores: &[StoreDef]) {
-    for store in stores {
+    for store in stores.iter().filter(|s| !s.postgres) {
         let path = dir.join(&store.file);
         let journal = dir.join(format!("{}-journal", store.file));
         if !path.is_file() || !journal.is_file() {
@@ -172,6 +185,8 @@ pub struct Setup<'a> {
     pub design: &'a DesignDef,
     pub mode: Mode,
     pub timeout: Duration,
+    /// The server of the lab's PostgreSQL stores, when it has any.
+    pub pg: Option<&'a postgres::Server>,
 }
 
 /// Run `scenario` in the new directory `dir`, crashing the steps `arms` names.
@@ -195,7 +210,9 @@ pub fn scenario_killed(
 ) -> Result<ScenarioRun> {
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let dir = std::path::absolute(dir)?;
+    let made = setup.pg.map(|pg| pg.make(&setup.lab.stores)).transpose()?;
     drop(attach(&dir, &setup.lab.stores, true)?);
+    let places = Places::real(setup.lab, &dir, made.as_ref());
     let mut steps: Vec<StepRun> = Vec::new();
     // The background steps still running; an error on the way out kills them (Reaper).
     let mut running: Vec<Background> = Vec::new();
@@ -209,7 +226,7 @@ pub fn scenario_killed(
                 ready: Some(ready),
                 ..
             } => {
-                let bg = start_background(setup, &dir, i, (name, role, ready), arm)?;
+                let bg = start_background(setup, &places, i, (name, role, ready), arm)?;
                 reaper.0.push(bg.launched.started.pid);
                 running.push(bg);
                 // Its record comes when its stop step ends it.
@@ -217,7 +234,7 @@ pub fn scenario_killed(
             }
             StepDef::Run { name, role, .. } => {
                 let kill = kills.iter().find(|k| k.step == i).map(|k| k.after_ms);
-                run_role(setup, &dir, (i, name, role), arm, kill, &pids(&running))?
+                run_role(setup, &places, (i, name, role), arm, kill, &pids(&running))?
             }
             StepDef::Stop { name, step } => {
                 let at = running.iter().position(|b| b.index == *step);
@@ -227,7 +244,7 @@ pub fn scenario_killed(
                 own
             }
             StepDef::Check { name, check } => {
-                recover(&dir, &setup.lab.stores);
+                read_back(&dir, &setup.lab.stores, made.as_ref())?;
                 keep_stores(&dir, &setup.lab.stores, &dir.join(stores_dir(i, name)))?;
                 read_check(setup.lab, &dir, name, check)
             }
@@ -240,7 +257,7 @@ pub fn scenario_killed(
         "a background step outlived its scenario"
     );
     reaper.0.clear();
-    recover(&dir, &setup.lab.stores);
+    read_back(&dir, &setup.lab.stores, made.as_ref())?;
     let (found, unreadable) = match invariants(&dir, &setup.lab.stores, &setup.lab.invariants) {
         Ok(found) => (found, None),
         Err(e) => (Vec::new(), Some(format!("{e:#}"))),
@@ -252,33 +269,60 @@ pub fn scenario_killed(
     })
 }
 
-/// What a command line's placeholders `{lab}`, `{run}` and `{crashlab}` stand for.
+/// What a command line's placeholders `{lab}`, `{run}`, `{crashlab}` and `{store.NAME}`
+/// stand for.
 pub struct Places {
     pub lab: String,
     pub run: String,
     pub crashlab: String,
+    /// Each store's path (SQLite) or URL (PostgreSQL), by name.
+    pub stores: Vec<(String, String)>,
 }
 
 impl Places {
     /// The paths of this machine: the lab file's directory, the scenario's directory, this
-    /// program.
-    pub fn real(lab: &UserLab, dir: &Path) -> Places {
+    /// program, and the run's stores.
+    pub fn real(lab: &UserLab, dir: &Path, made: Option<&postgres::Made>) -> Places {
+        let run = dir.display().to_string();
+        let stores = lab
+            .stores
+            .iter()
+            .map(|s| {
+                let url = made.and_then(|m| m.url(&s.name)).filter(|_| s.postgres);
+                let place = url.map_or_else(|| format!("{run}/{}", s.file), str::to_string);
+                (s.name.clone(), place)
+            })
+            .collect();
         Places {
             lab: lab.dir.display().to_string(),
-            run: dir.display().to_string(),
+            run,
             crashlab: std::env::current_exe()
                 .map(|p| p.display().to_string())
                 .unwrap_or_else(|_| "crashlab".into()),
+            stores,
         }
     }
 
     /// The placeholders themselves: what evidence and `lab show` record, so that no path of
     /// the machine is written and the audit derives the same line from the lab file's copy.
-    pub fn recorded() -> Places {
+    /// A SQLite store is `{run}/FILE`; a PostgreSQL store's URL stays `{store.NAME}`.
+    pub fn recorded(lab: &UserLab) -> Places {
+        let stores = lab
+            .stores
+            .iter()
+            .map(|s| {
+                let place = match s.postgres {
+                    true => format!("{{store.{}}}", s.name),
+                    false => format!("{{run}}/{}", s.file),
+                };
+                (s.name.clone(), place)
+            })
+            .collect();
         Places {
             lab: "{lab}".into(),
             run: "{run}".into(),
             crashlab: "{crashlab}".into(),
+            stores,
         }
     }
 }
@@ -299,9 +343,8 @@ pub fn argv(lab: &UserLab, design: &DesignDef, role: &str, places: &Places) -> V
             .replace("{run}", &places.run)
             .replace("{design}", &design.name)
             .replace("{crashlab}", &places.crashlab);
-        for store in &lab.stores {
-            let path = format!("{}/{}", places.run, store.file);
-            text = text.replace(&format!("{{store.{}}}", store.name), &path);
+        for (store, place) in &places.stores {
+            text = text.replace(&format!("{{store.{store}}}"), place);
         }
         argv.push(text);
     }
@@ -318,13 +361,14 @@ struct Launched {
 /// Start a role step's command in its own process group, armed at `arm` when given.
 fn launch(
     setup: &Setup<'_>,
-    dir: &Path,
+    places: &Places,
     index: usize,
     name: &str,
     role: &str,
     arm: Option<(&String, u32)>,
 ) -> Result<Launched> {
-    let argv = argv(setup.lab, setup.design, role, &Places::real(setup.lab, dir));
+    let dir = Path::new(&places.run);
+    let argv = argv(setup.lab, setup.design, role, places);
     // Checked for every design chosen before the run starts (explore::designs).
     assert!(
         argv.first().is_some_and(|p| !p.is_empty()),
@@ -353,13 +397,13 @@ fn launch(
 
 fn run_role(
     setup: &Setup<'_>,
-    dir: &Path,
+    places: &Places,
     (index, name, role): (usize, &str, &str),
     arm: Option<(&String, u32)>,
     kill_after_ms: Option<u64>,
     keep: &[libc::pid_t],
 ) -> Result<StepRun> {
-    let launched = launch(setup, dir, index, name, role, arm)?;
+    let launched = launch(setup, places, index, name, role, arm)?;
     let started = &launched.started;
     // The role's output is bounded while it runs, not only once it ends: a role that floods
     // is killed, with its group, a watch slice past the bound at most.
@@ -419,7 +463,7 @@ fn ended_role(
     // is still dying when the next step starts (a killed writer's lock, say).
     let swept = process::sweep(launched.started.pid, SWEEP_BOUND, keep);
     let mut run = StepRun {
-        argv: self::argv(setup.lab, setup.design, role, &Places::recorded()),
+        argv: self::argv(setup.lab, setup.design, role, &Places::recorded(setup.lab)),
         exit: ended.exit,
         timed_out: ended.timed_out,
         wall_ms: ended.wall_ms,
@@ -464,12 +508,12 @@ fn pids(running: &[Background]) -> Vec<libc::pid_t> {
 
 fn start_background(
     setup: &Setup<'_>,
-    dir: &Path,
+    places: &Places,
     index: usize,
     (name, role, ready): (&str, &str, &str),
     arm: Option<(&String, u32)>,
 ) -> Result<Background> {
-    let launched = launch(setup, dir, index, name, role, arm)?;
+    let launched = launch(setup, places, index, name, role, arm)?;
     let events = process::events_file(&launched.out);
     let is_ready = |e: &crate::events::Event| matches!(e, crate::events::Event::Point { point, .. } if point == ready);
     let waited = process::await_event(&launched.started, &events, is_ready, setup.timeout)?;

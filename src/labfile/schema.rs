@@ -27,12 +27,14 @@ pub struct FileLab {
     pub designs: Vec<Spanned<Design>>,
 }
 
-/// A SQLite file in the run's directory, created from `schema` (a file beside the lab file)
-/// before each scenario when given.
+/// A SQLite file in the run's directory (`sqlite = "app.db"`) or a database of its own on the
+/// run's PostgreSQL server (`postgres = true`), created from `schema` (a file beside the lab
+/// file) before each scenario when given.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Store {
-    pub sqlite: Spanned<String>,
+    pub sqlite: Option<Spanned<String>>,
+    pub postgres: Option<Spanned<bool>>,
     pub schema: Option<Spanned<String>>,
 }
 

@@ -6,7 +6,7 @@ use crate::engine::explore::invariant::Invariant;
 use crate::engine::jepsen::Anomaly;
 use crate::engine::value::{
     AtValue, BackgroundValue, ExpectValue, ExploreValue, LabValue, PointValue, PredictionValue,
-    ScenarioValue, StackValue, StageValue, StepValue,
+    ScenarioValue, ServersValue, StackValue, StageValue, StepValue,
 };
 
 /// The invariant of the engine's vocabulary an anomaly breaks.
@@ -43,10 +43,15 @@ pub fn to_value(lab: &UserLab) -> LabValue {
                     } => Some(StepValue {
                         name: name.clone(),
                         role: role.clone(),
-                        args: super::run::argv(lab, design, role, &super::run::Places::recorded())
-                            .into_iter()
-                            .skip(1)
-                            .collect(),
+                        args: super::run::argv(
+                            lab,
+                            design,
+                            role,
+                            &super::run::Places::recorded(lab),
+                        )
+                        .into_iter()
+                        .skip(1)
+                        .collect(),
                         crash: crash.as_ref().map(|(p, h)| format!("{p}@{h}")),
                         expected_exit: match crash {
                             Some(_) => crate::fail::EXIT_CRASH,
@@ -107,16 +112,39 @@ pub fn to_value(lab: &UserLab) -> LabValue {
             })
         })
         .collect();
+    let servers = ServersValue {
+        databases: lab
+            .stores
+            .iter()
+            .filter(|s| s.postgres)
+            .map(|s| s.name.clone())
+            .collect(),
+        queues: Vec::new(),
+        pg_settings: super::postgres::SETTINGS
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
+    };
     LabValue {
         id: lab.id.clone(),
         slug: lab.id.clone(),
         title: lab.title.clone(),
         roles: roles.clone(),
         stacks: vec![StackValue {
-            name: "sqlite".into(),
+            name: match servers.databases.is_empty() {
+                true => "sqlite".into(),
+                false => "postgres".into(),
+            },
             title: lab.title.clone(),
-            servers: None,
-            stores: lab.stores.iter().map(|s| s.file.clone()).collect(),
+            stores: lab
+                .stores
+                .iter()
+                .map(|s| match s.postgres {
+                    true => s.name.clone(),
+                    false => s.file.clone(),
+                })
+                .collect(),
+            servers: (!servers.databases.is_empty()).then_some(servers),
             roles,
             points: lab
                 .roles

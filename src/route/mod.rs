@@ -60,12 +60,13 @@ pub fn run(command: Command) -> Result<i32> {
             out,
             crash_mode,
             step_timeout_ms,
+            stack,
             ..
         } if crate::labfile::is_file(&lab) => {
             let file = crate::labfile::load(std::path::Path::new(&lab))?;
             crate::labfile::driver::driver(
                 &file,
-                &labfile_options(crash_mode, "all", out, step_timeout_ms, false)?,
+                &labfile_options(crash_mode, "all", out, step_timeout_ms, false, stack.pg_url)?,
             )
         }
         Command::Chaos { lab, options } if crate::labfile::is_file(&lab) => {
@@ -79,6 +80,7 @@ pub fn run(command: Command) -> Result<i32> {
                 args.out.clone(),
                 args.step_timeout_ms,
                 args.json,
+                args.stack.pg_url.clone(),
             )?;
             crate::labfile::explore::explore(&file, &options)
         }
@@ -293,13 +295,12 @@ fn labfile_chaos(lab: &str, o: &engine::load::chaos::Options) -> Result<i32> {
         ("--store-profile", o.power.store_profile.is_some()),
         ("--stack", o.stack.stack.is_some()),
         ("--server", o.stack.server.is_some()),
-        ("--pg-url", o.stack.pg_url.is_some()),
         ("--amqp-url", o.stack.amqp_url.is_some()),
         ("--queue-type", o.stack.queue_type.is_some()),
     ];
     if let Some((flag, _)) = set.iter().find(|(_, set)| *set) {
         return Err(fail::usage(format!(
-            "{flag}: a lab file's chaos takes --variant, --kills, --seed, --runs, --process-timeout-ms, --timeout-ms, --json and --out"
+            "{flag}: a lab file's chaos takes --variant, --kills, --seed, --runs, --process-timeout-ms, --timeout-ms, --pg-url, --json and --out"
         )));
     }
     // The same bounds as a built-in lab's chaos, and at least one kill.
@@ -320,6 +321,7 @@ fn labfile_chaos(lab: &str, o: &engine::load::chaos::Options) -> Result<i32> {
         o.out.clone(),
         o.process_timeout_ms,
         o.json,
+        o.stack.pg_url.clone(),
     )?;
     let plan = crate::labfile::chaos::Plan {
         seed: o.seed,
@@ -338,6 +340,7 @@ fn labfile_options(
     out: Option<std::path::PathBuf>,
     step_timeout_ms: u64,
     json: bool,
+    pg_url: Option<String>,
 ) -> Result<crate::labfile::explore::Options> {
     let Some(mode) = mode.process() else {
         return Err(fail::usage(format!(
@@ -351,6 +354,7 @@ fn labfile_options(
         out,
         timeout: std::time::Duration::from_millis(step_timeout_ms),
         json,
+        pg_url,
         command: std::iter::once("crashlab".to_string())
             .chain(recorded_args())
             .collect(),

@@ -224,6 +224,23 @@ impl Servers {
         pg && mq
     }
 
+    /// The private PostgreSQL server's postmaster, while it runs: a child of this process
+    /// that no role started.
+    pub fn pg_pid(&self) -> Option<libc::pid_t> {
+        match &self.pg {
+            Some((Pg::Private(p), _)) => p.pid(),
+            _ => None,
+        }
+    }
+
+    /// The PostgreSQL server's administrative URL (its `postgres` database), if there is one.
+    pub fn pg_url(&self) -> Option<String> {
+        self.pg.as_ref().map(|(pg, _)| match pg {
+            Pg::Private(p) => p.url("postgres"),
+            Pg::Given(url) => url.clone(),
+        })
+    }
+
     /// The broker's URL, if there is one.
     pub fn amqp_url(&self) -> Option<String> {
         self.mq.as_ref().map(|(mq, _)| match mq {

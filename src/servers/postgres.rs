@@ -179,6 +179,11 @@ impl Private {
         format!("postgres://{USER}@127.0.0.1:{}/{db}", self.port)
     }
 
+    /// The postmaster's pid, while it runs.
+    pub fn pid(&self) -> Option<libc::pid_t> {
+        self.child.as_ref().map(|c| c.id() as libc::pid_t)
+    }
+
     pub fn running(&self) -> bool {
         self.child.is_some()
     }
@@ -303,7 +308,7 @@ pub fn create_database(client: &mut postgres::Client, name: &str) -> Result<()> 
     );
     drop_database(client, name)?;
     client
-        .batch_execute(&format!("CREATE DATABASE \"{name}\""))
+        .batch_execute(&format!("CREATE DATABASE \"{name}\" STRATEGY FILE_COPY"))
         .with_context(|| format!("creating database {name}"))
 }
 

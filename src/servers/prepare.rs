@@ -6,7 +6,7 @@ use std::path::Path;
 
 use anyhow::Result;
 
-use super::{names, postgres, queues, rabbitmq, Kind, Mq, Pg, Servers};
+use super::{names, postgres, queues, rabbitmq, Kind, Mq, Servers};
 use crate::engine::stack::{QueueType, StackDef};
 use crate::fail;
 use crate::stackfile::StackFile;
@@ -43,10 +43,7 @@ impl Servers {
             queues: BTreeMap::new(),
             queue_type: self.queue_type,
         };
-        let admin_url = self.pg.as_ref().map(|(pg, _)| match pg {
-            Pg::Private(p) => p.url("postgres"),
-            Pg::Given(url) => url.clone(),
-        });
+        let admin_url = self.pg_url();
         let mut databases = Vec::new();
         for logical in def.databases {
             let name = names::of(tag, logical)?;
@@ -92,11 +89,7 @@ impl Servers {
     /// Drop what `prepare` made (databases dropped, queues deleted).
     pub fn release(&self, file: &StackFile) -> Result<()> {
         if !file.postgres.is_empty() {
-            if let Some((pg, _)) = &self.pg {
-                let admin_url = match pg {
-                    Pg::Private(p) => p.url("postgres"),
-                    Pg::Given(url) => url.clone(),
-                };
+            if let Some(admin_url) = self.pg_url() {
                 let mut client = postgres::admin(&admin_url)?;
                 for url in file.postgres.values() {
                     let name = super::database_of(url);

@@ -158,7 +158,7 @@ fn check_run(report: &mut Report, tree: &Tree, lab: &UserLab, record: &Record, r
             StepDef::Run { role, .. } => {
                 // The command line is recorded with its placeholders, so the lab file's copy
                 // gives it again, word for word.
-                let argv = run::argv(lab, design, role, &run::Places::recorded());
+                let argv = run::argv(lab, design, role, &run::Places::recorded(lab));
                 if argv != step.argv {
                     report.problem(
                         RECORD,

@@ -8,7 +8,7 @@ mod record;
 mod spawn;
 mod wait;
 
-pub use orphans::{adopt_orphans, sweep};
+pub use orphans::{adopt_orphans, spare, sweep};
 pub use ready::await_event;
 pub use record::Step;
 pub use spawn::{events_file, spawn, spawn_env, spawn_with, Started};

@@ -21,7 +21,7 @@ pub fn adopt_orphans() -> std::io::Result<()> {
     // What was already a child before any role ran (a process started by whoever `exec`ed
     // this one) is not a role's: never swept.
     let mut passed = spared();
-    if passed.is_empty() {
+    if !passed.contains(&0) {
         passed.extend(
             children_of(getpid())
                 .iter()
@@ -33,6 +33,12 @@ pub fn adopt_orphans() -> std::io::Result<()> {
     drop(passed);
     rustix::process::set_child_subreaper(Some(getpid()))?;
     Ok(())
+}
+
+/// Never sweep `pid`: a child this process started for itself (a server the roles use).
+pub fn spare(pid: libc::pid_t) {
+    assert!(pid > 0, "a pid");
+    spared().push(pid);
 }
 
 /// The children no sweep kills: those from before the first role (`adopt_orphans`), and
