@@ -1,7 +1,8 @@
 //! A lab file (`crashlab.toml`): a user's own system under crashlab. Its roles are command
-//! lines that speak the point protocol (`crate::point`), its stores SQLite files, its checks
-//! and invariants SQL. `load` reads and validates it before any process starts: a mistake is
-//! one line, `FILE:LINE:COL: what`, exit 2. docs/own-system.md holds every key.
+//! lines that speak the point protocol (`crate::point`), its stores SQLite files or PostgreSQL
+//! databases (read back into SQLite copies), its checks and invariants SQL. `load` reads and
+//! validates it before any process starts: a mistake is one line, `FILE:LINE:COL: what`, exit
+//! 2. docs/own-system.md holds every key.
 
 pub mod chaos;
 mod check;
