@@ -1091,6 +1091,50 @@ fn a_background_server_crashed_after_it_paid_pays_twice_only_where_the_key_is_st
     assert_eq!(common::marked_processes(&mark), Vec::<String>::new());
     let out = crashlab(root, &["audit", o.to_str().unwrap()]);
     assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
+    // Chaos kills the server in the background too (seeds 2 to 5 draw it), while the client
+    // runs; the restarted server serves the retry, and nothing is left.
+    let c = dir.path().join("c");
+    let out = Command::new(BIN)
+        .args(["chaos", "examples/python-idempotency/crashlab.toml"])
+        .args([
+            "--variant",
+            "key-after-effect",
+            "--kills",
+            "1",
+            "--runs",
+            "6",
+            "--out",
+        ])
+        .arg(&c)
+        .current_dir(root)
+        .env("CRASHLAB_TEST_MARK", &mark)
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
+    let record: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(c.join("labfile.json")).unwrap()).unwrap();
+    let killed: Vec<&serde_json::Value> = record["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| &r["run"]["steps"][0])
+        .filter(|s| s["killed_after_ms"].is_u64())
+        .collect();
+    assert!(
+        !killed.is_empty(),
+        "no server kill landed: {}",
+        stdout(&out)
+    );
+    for server in killed {
+        assert_eq!(
+            (server["exit"].as_i64(), server["stopped"].as_bool()),
+            (Some(137), None),
+            "{server}"
+        );
+    }
+    assert_eq!(common::marked_processes(&mark), Vec::<String>::new());
+    let out = crashlab(root, &["audit", c.to_str().unwrap()]);
+    assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
     // A background role that never gets ready is killed at the step's bound, and says so.
     let lab_text = LAB.replace(
         r#"steps = [{ role = "job" }, { check = "rows" }]"#,

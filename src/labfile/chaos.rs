@@ -198,22 +198,19 @@ pub fn walls_of(scenario: &ScenarioDef, ran: &ScenarioRun) -> Vec<Option<f64>> {
         .collect()
 }
 
-/// The steps a kill may land on: a run step that a later step of the same role follows, so
-/// the scenario restarts what the kill stopped. A kill of a role's last step would have no
-/// restart to judge.
+/// The steps a kill may land on: a run step, in the foreground or the background, that a
+/// later step of the same role follows, so the scenario restarts what the kill stopped. A
+/// kill of a role's last step would have no restart to judge.
 pub fn killable(scenario: &ScenarioDef) -> Vec<bool> {
     let role = |s: &StepDef| match s {
         StepDef::Run { role, .. } => Some(role.clone()),
         StepDef::Check { .. } | StepDef::Stop { .. } => None,
     };
-    // A background step is ended by its stop, not by chaos.
-    let foreground = |s: &StepDef| matches!(s, StepDef::Run { ready: None, .. });
     let steps = &scenario.steps;
     (0..steps.len())
         .map(|i| {
-            foreground(&steps[i])
-                && role(&steps[i])
-                    .is_some_and(|r| steps[i + 1..].iter().any(|s| role(s).as_ref() == Some(&r)))
+            role(&steps[i])
+                .is_some_and(|r| steps[i + 1..].iter().any(|s| role(s).as_ref() == Some(&r)))
         })
         .collect()
 }

@@ -219,6 +219,8 @@ pub fn scenario_killed(
     let mut reaper = process::Reaper(Vec::new());
     for (i, step) in scenario.steps.iter().enumerate() {
         let arm = arms.iter().find(|a| a.0 == i).map(|a| (&a.1, a.2));
+        let kill = kills.iter().find(|k| k.step == i).map(|k| k.after_ms);
+        kill_due(&running);
         let record = match step {
             StepDef::Run {
                 name,
@@ -226,15 +228,14 @@ pub fn scenario_killed(
                 ready: Some(ready),
                 ..
             } => {
-                let bg = start_background(setup, &places, i, (name, role, ready), arm)?;
+                let bg = start_background(setup, &places, i, (name, role, ready), arm, kill)?;
                 reaper.0.push(bg.launched.started.pid);
                 running.push(bg);
                 // Its record comes when its stop step ends it.
                 StepRun::new(name, role)
             }
             StepDef::Run { name, role, .. } => {
-                let kill = kills.iter().find(|k| k.step == i).map(|k| k.after_ms);
-                run_role(setup, &places, (i, name, role), arm, kill, &pids(&running))?
+                run_role(setup, &places, (i, name, role), arm, kill, &running)?
             }
             StepDef::Stop { name, step } => {
                 let at = running.iter().position(|b| b.index == *step);
@@ -401,7 +402,7 @@ fn run_role(
     (index, name, role): (usize, &str, &str),
     arm: Option<(&String, u32)>,
     kill_after_ms: Option<u64>,
-    keep: &[libc::pid_t],
+    running: &[Background],
 ) -> Result<StepRun> {
     let launched = launch(setup, places, index, name, role, arm)?;
     let started = &launched.started;
@@ -411,6 +412,9 @@ fn run_role(
     // Which of the two stopped it: a flood is the role's fault, a due kill is chaos's.
     let (flood, killed) = (std::cell::Cell::new(false), std::cell::Cell::new(false));
     let watch = || {
+        // A background step's kill lands while this step runs, within a watch slice of its
+        // moment.
+        kill_due(running);
         if flooded() {
             flood.set(true);
         } else if kill_after_ms
@@ -429,7 +433,7 @@ fn run_role(
         role,
         &ended,
         stopped && flood.get(),
-        keep,
+        &pids(running),
     );
     // The kill came due, and the child died of it: one that exited just before the kill's
     // moment, and was only reaped after, ended first.
@@ -499,6 +503,27 @@ struct Background {
     ended: Option<process::Ended>,
     /// What went wrong while it started.
     faults: Vec<String>,
+    /// Under chaos: SIGKILL its group this long after it started, unless its stop comes
+    /// first.
+    kill_after_ms: Option<u64>,
+    /// The kill was sent.
+    killed: std::cell::Cell<bool>,
+}
+
+/// SIGKILL the group of each background step whose chaos kill is due. Its pid is unreaped
+/// (only its stop step reaps it), so the group is still its own. Called between steps and
+/// while a foreground step runs: a kill lands within a watch slice of its moment, or at the
+/// first look after its step got ready.
+fn kill_due(running: &[Background]) {
+    for bg in running {
+        let due = bg
+            .kill_after_ms
+            .is_some_and(|ms| bg.launched.started.started.elapsed().as_millis() >= u128::from(ms));
+        if due && bg.ended.is_none() && !bg.killed.get() {
+            process::kill(&bg.launched.started);
+            bg.killed.set(true);
+        }
+    }
 }
 
 /// The pids of the background steps still running: no sweep kills them.
@@ -512,6 +537,7 @@ fn start_background(
     index: usize,
     (name, role, ready): (&str, &str, &str),
     arm: Option<(&String, u32)>,
+    kill_after_ms: Option<u64>,
 ) -> Result<Background> {
     let launched = launch(setup, places, index, name, role, arm)?;
     let events = process::events_file(&launched.out);
@@ -537,6 +563,8 @@ fn start_background(
         launched,
         ended,
         faults,
+        kill_after_ms,
+        killed: std::cell::Cell::new(false),
     })
 }
 
@@ -552,10 +580,13 @@ fn stop_background(
     keep: &[libc::pid_t],
 ) -> Result<(StepRun, StepRun)> {
     let began = std::time::Instant::now();
+    // A kill due before the stop came lands first: the stop finds it dying.
+    kill_due(std::slice::from_ref(&bg));
     let pid = bg.launched.started.pid;
     // Still running when its stop came, or ended before (a crash, a failure): only the first
     // is `stopped`, its exit the stop's doing.
     let running = bg.ended.is_none()
+        && !bg.killed.get()
         && !process::waitid_nowait(pid, libc::WEXITED | libc::WNOHANG).unwrap_or(true);
     let (ended, stopped) = match bg.ended {
         Some(ended) => (ended, false),
@@ -568,6 +599,12 @@ fn stop_background(
     run.stopped = stopped;
     // A SIGKILL past the grace is how a stop ends what ignores SIGTERM, not a timeout.
     run.timed_out &= !stopped;
+    // Killed by chaos, and died of it (not ended first, then reaped after the kill).
+    let died_of_it = !stopped && ended.signal == Some(libc::SIGKILL);
+    run.killed_after_ms = bg.kill_after_ms.filter(|_| bg.killed.get() && died_of_it);
+    if run.killed_after_ms.is_some() {
+        run.faults.retain(|f| f != TORN);
+    }
     run.faults.extend(bg.faults);
     let own = StepRun {
         wall_ms: began.elapsed().as_secs_f64() * 1000.0,
