@@ -552,6 +552,36 @@ fn the_python_outbox_on_postgres_breaks_where_predicted_and_its_copies_audit() {
         "correct/two-orders/no-crash/06-check-effects.stores/consumer.postgres.db",
     );
     audit_fails(&o, "check effects (query `SELECT sum(amount) FROM consumer.ledger`) on the kept stores app.postgres.db, broker.postgres.db, consumer.postgres.db gives 66, recorded 65");
+    // A query SQLite refuses on the stores' copies: one line, exit 2, before any role runs.
+    let wrong = dir.path().join("wrong");
+    std::fs::create_dir(&wrong).unwrap();
+    for sql in ["app.sql", "broker.sql", "consumer.sql"] {
+        std::fs::copy(
+            root.join("examples/python-postgres").join(sql),
+            wrong.join(sql),
+        )
+        .unwrap();
+    }
+    let text = std::fs::read_to_string(root.join("examples/python-postgres/crashlab.toml"))
+        .unwrap()
+        .replace("FROM consumer.ledger GROUP", "FROM consumer.ledgr GROUP");
+    let file = wrong.join("crashlab.toml");
+    std::fs::write(&file, text).unwrap();
+    let out = crashlab(
+        root,
+        &[
+            "explore",
+            file.to_str().unwrap(),
+            "--out",
+            wrong.join("o").to_str().unwrap(),
+        ],
+    );
+    assert_eq!(code(&out), 2, "{}", stderr(&out));
+    assert_eq!(
+        stderr(&out).trim(),
+        format!("crashlab: {}:56:7: SQLite refuses the query on the stores' copies: no such table: consumer.ledgr", file.display())
+    );
+    assert!(!wrong.join("o").exists() && !wrong.join("o.partial").exists());
     // --pg-url is refused where no store is on PostgreSQL, before anything runs.
     let none = dir.path().join("none");
     let out = crashlab(

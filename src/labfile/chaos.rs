@@ -73,7 +73,7 @@ pub fn chaos(lab: &UserLab, options: &Options, plan: &Plan) -> Result<i32> {
         )));
     }
     // Before the output directory: a server that cannot start leaves nothing behind.
-    let pg = super::postgres::Server::start(&lab.stores, options.pg_url.as_deref())?;
+    let pg = super::postgres::Server::start(lab, options.pg_url.as_deref())?;
     let setup = Setup {
         lab,
         design,

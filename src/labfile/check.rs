@@ -25,7 +25,7 @@ fn at<T>(spanned: &Spanned<T>, what: String) -> Mistake {
 }
 
 /// `LINE:COL` of a byte offset, both from 1.
-fn line_col(text: &str, offset: usize) -> String {
+pub(super) fn line_col(text: &str, offset: usize) -> String {
     let before = &text[..offset.min(text.len())];
     let line = before.matches('\n').count() + 1;
     let col = before.rsplit('\n').next().unwrap_or("").chars().count() + 1;
@@ -209,6 +209,7 @@ fn resolve(file: FileLab, path: &Path, dir: &Path) -> Checked<UserLab> {
         checks.push(CheckDef {
             name: check.name.get_ref().clone(),
             sql: check.sql.get_ref().clone(),
+            sql_at: check.sql.span().start,
             expect,
         });
     }
@@ -221,6 +222,7 @@ fn resolve(file: FileLab, path: &Path, dir: &Path) -> Checked<UserLab> {
             name: inv.name.get_ref().clone(),
             anomaly: anomaly(&inv.anomaly)?,
             sql: inv.sql.get_ref().clone(),
+            sql_at: inv.sql.span().start,
         });
     }
     queries(&file, &stores)?;

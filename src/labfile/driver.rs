@@ -20,7 +20,7 @@ use crate::fail;
 pub fn driver(lab: &UserLab, options: &Options) -> Result<i32> {
     let design = designs(lab, "--variants", &options.designs)?[0];
     // Before the output directory: a server that cannot start leaves nothing behind.
-    let pg = super::postgres::Server::start(&lab.stores, options.pg_url.as_deref())?;
+    let pg = super::postgres::Server::start(lab, options.pg_url.as_deref())?;
     let setup = Setup {
         lab,
         design,

@@ -200,7 +200,7 @@ pub fn judge(
 pub fn explore(lab: &UserLab, options: &Options) -> Result<i32> {
     let chosen = designs(lab, "--variants", &options.designs)?;
     // Before the output directory: a server that cannot start leaves nothing behind.
-    let pg = super::postgres::Server::start(&lab.stores, options.pg_url.as_deref())?;
+    let pg = super::postgres::Server::start(lab, options.pg_url.as_deref())?;
     super::out::into_out(lab, &options.out, "explore-", |out, named, printed| {
         explore_into(lab, options, &chosen, pg.as_ref(), out, named, printed)
     })

@@ -92,6 +92,9 @@ impl StepDef {
 pub struct CheckDef {
     pub name: String,
     pub sql: String,
+    /// Where `sql` starts in the lab file's text (a byte offset), for a mistake found at run
+    /// time.
+    pub sql_at: usize,
     /// The first column of the first row, as text (an integer as its digits).
     pub expect: String,
 }
@@ -101,6 +104,8 @@ pub struct InvariantDef {
     pub name: String,
     pub anomaly: Anomaly,
     pub sql: String,
+    /// Where `sql` starts in the lab file's text (a byte offset).
+    pub sql_at: usize,
 }
 
 #[derive(Debug, Clone)]

@@ -10,7 +10,7 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 
-use super::lab::StoreDef;
+use super::lab::{StoreDef, UserLab};
 use crate::engine::state::server::pg::{connect, ROWS_MAX};
 use crate::fail;
 use crate::servers::{self, names, Servers, Want};
@@ -34,8 +34,8 @@ pub struct Server {
 impl Server {
     /// The server for `stores`' PostgreSQL stores: private, or the one at `pg_url`. None when
     /// no store is on PostgreSQL; `--pg-url` is then refused (exit 2), not ignored.
-    pub fn start(stores: &[StoreDef], pg_url: Option<&str>) -> Result<Option<Server>> {
-        if !stores.iter().any(|s| s.postgres) {
+    pub fn start(lab: &UserLab, pg_url: Option<&str>) -> Result<Option<Server>> {
+        if !lab.stores.iter().any(|s| s.postgres) {
             return match pg_url {
                 Some(_) => Err(fail::usage(
                     "--pg-url: the lab file has no PostgreSQL store".to_string(),
@@ -67,12 +67,43 @@ impl Server {
         if let Some(pid) = servers.pg_pid() {
             crate::engine::process::spare(pid);
         }
-        Ok(Some(Server {
+        let server = Server {
             servers,
             admin_url,
             _dir: dir,
             runs: Cell::new(0),
-        }))
+        };
+        server.prepare_queries(lab)?;
+        Ok(Some(server))
+    }
+
+    /// Prepare (not run) every check and invariant query on copies of freshly made stores,
+    /// before any role runs: what `lab check` does on SQLite stores alone, which it cannot
+    /// do without the server. A refused query is one line `FILE:LINE:COL`, exit 2. Where a
+    /// store has no schema, its role makes the tables, and the queries meet them at run time.
+    fn prepare_queries(&self, lab: &UserLab) -> Result<()> {
+        if lab.stores.iter().any(|s| s.schema.is_none()) {
+            return Ok(());
+        }
+        let dir = crate::owner::tempdir("check").context("making a directory to check in")?;
+        drop(super::run::attach(dir.path(), &lab.stores, true)?);
+        self.make(&lab.stores)?.read_back(dir.path(), &lab.stores)?;
+        let conn = super::run::attach(dir.path(), &lab.stores, false)?;
+        let queries = lab
+            .checks
+            .iter()
+            .map(|c| (&c.sql, c.sql_at))
+            .chain(lab.invariants.iter().map(|i| (&i.sql, i.sql_at)));
+        for (sql, at) in queries {
+            if let Err(e) = conn.prepare(sql) {
+                return Err(fail::usage(format!(
+                    "{}:{}: SQLite refuses the query on the stores' copies: {e}",
+                    lab.path.display(),
+                    super::check::line_col(&lab.text, at)
+                )));
+            }
+        }
+        Ok(())
     }
 
     /// What evidence says of the server: its version, private or given, its start.
