@@ -82,6 +82,7 @@ fn each_mistake_is_one_line_with_its_place_and_exit_2() {
         ("\"job.after-insert\" =", "\"job/../x\" =", ":8:1: a point's name 'job/../x': use letters, digits"),
         (r#"{ check = "rows" }"#, r#"{ check = "rows", exit = 3 }"#, ":15:28: step 'check-rows': `crash`, `exit` and `ready` belong to a step that runs a role"),
         ("sqlite = \"db.sqlite\"", "sqlite = \"db.sqlite\"\npostgres = true", ":5:1: store 'db': say either sqlite = \"FILE\" or postgres = true"),
+        ("name = \"correct\"\npredict", "name = \"correct\"\nargs = { jobb = [\"-v\"] }\npredict", ":31:8: design 'correct': args for role 'jobb', which no role is"),
         ("sqlite = \"db.sqlite\"", "postgres = false", ":5:1: store 'db': say either sqlite = \"FILE\" or postgres = true"),
     ];
     for (from, to, line) in mistakes {
@@ -494,6 +495,80 @@ fn broke(report: &str) -> Vec<String> {
             )
         })
         .collect()
+}
+
+/// Lab 14 written as a lab file over crashlab's own roles, armed through the point protocol's
+/// environment: it breaks at exactly the points and hits built-in lab 14's explore predicts.
+#[test]
+fn lab_14_as_a_lab_file_breaks_where_the_built_in_lab_predicts() {
+    use std::collections::BTreeSet;
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let dir = tempfile::tempdir().unwrap();
+    let o = dir.path().join("o");
+    let args = [
+        "explore",
+        "examples/outbox-inbox/crashlab.toml",
+        "--variants",
+        "all",
+    ];
+    let out = crashlab(
+        root,
+        &[&args[..], &["--json", "--out", o.to_str().unwrap()]].concat(),
+    );
+    assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
+    let report: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    // (design, point, hit) of every case, and of those that broke.
+    let mut crashed = BTreeSet::new();
+    let mut broke = BTreeSet::new();
+    for case in report["cases"].as_array().unwrap() {
+        let Some((_, at)) = case["at"].as_str().unwrap().split_once(':') else {
+            continue;
+        };
+        let (point, hit) = at.split_once('@').unwrap();
+        let key = (
+            case["design"].as_str().unwrap().to_string(),
+            point.to_string(),
+            hit.parse::<u64>().unwrap(),
+        );
+        if !case["anomalies"].as_array().unwrap().is_empty() {
+            broke.insert(key.clone());
+        }
+        crashed.insert(key);
+    }
+    let out = crashlab(root, &["lab", "show", "14", "--json"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let value: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let sqlite = &value["stacks"][0];
+    assert_eq!(sqlite["name"], "sqlite");
+    let mut predicted = BTreeSet::new();
+    for p in sqlite["explore"]["predictions"].as_array().unwrap() {
+        let design = p["design"].as_str().unwrap();
+        for at in p["at"].as_array().unwrap() {
+            let point = at["point"].as_str().unwrap();
+            let hits: Vec<u64> = at["hits"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|h| h.as_u64().unwrap())
+                .collect();
+            // No hits: every hit the scenario reaches.
+            let every = crashed
+                .iter()
+                .filter(|(d, p, _)| d == design && p == point)
+                .map(|(_, _, h)| *h);
+            let hits: Vec<u64> = if hits.is_empty() {
+                every.collect()
+            } else {
+                hits
+            };
+            assert!(!hits.is_empty(), "{design} {point}: never reached");
+            for hit in hits {
+                predicted.insert((design.to_string(), point.to_string(), hit));
+            }
+        }
+    }
+    assert_eq!(broke, predicted);
+    audit_passes_as(&o, "outbox-inbox-file");
 }
 
 /// The same Outbox on PostgreSQL (psycopg2): each store a database of its own on the run's

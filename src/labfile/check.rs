@@ -12,7 +12,7 @@ use super::evidence;
 use super::lab::{
     CheckDef, DesignDef, InvariantDef, PredictDef, RoleDef, ScenarioDef, StepDef, StoreDef, UserLab,
 };
-use super::schema::FileLab;
+use super::schema::{Args, FileLab};
 use crate::engine::jepsen::Anomaly;
 
 /// A mistake: where it starts in the text, and what it is.
@@ -452,9 +452,30 @@ fn resolve(file: FileLab, path: &Path, dir: &Path) -> Checked<UserLab> {
                 mode,
             });
         }
+        let (args, role_args) = match d.args.as_ref().map(Spanned::get_ref) {
+            None => (Vec::new(), Vec::new()),
+            Some(Args::Every(args)) => (args.clone(), Vec::new()),
+            Some(Args::ByRole(by_role)) => {
+                if let Some(role) = by_role.keys().find(|r| !file.roles.contains_key(*r)) {
+                    return Err(at(
+                        d.args.as_ref().expect("given"),
+                        format!(
+                            "design '{}': args for role '{role}', which no role is",
+                            d.name.get_ref()
+                        ),
+                    ));
+                }
+                let by_role: Vec<(String, Vec<String>)> = by_role
+                    .iter()
+                    .map(|(r, a)| (r.clone(), a.clone()))
+                    .collect();
+                (Vec::new(), by_role)
+            }
+        };
         designs.push(DesignDef {
             name: d.name.get_ref().clone(),
-            args: d.args.clone(),
+            args,
+            role_args,
             env: d.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
             predict: predictions,
         });

@@ -111,7 +111,10 @@ pub struct InvariantDef {
 #[derive(Debug, Clone)]
 pub struct DesignDef {
     pub name: String,
+    /// `{design.args}` for every role, unless `role_args` is given.
     pub args: Vec<String>,
+    /// `{design.args}` by role: a role not named gets none.
+    pub role_args: Vec<(String, Vec<String>)>,
     pub env: Vec<(String, String)>,
     pub predict: Vec<PredictDef>,
 }
@@ -123,6 +126,19 @@ pub struct PredictDef {
     pub hit: Option<u32>,
     pub anomalies: Vec<Anomaly>,
     pub mode: Option<Mode>,
+}
+
+impl DesignDef {
+    /// What `{design.args}` stands for in `role`'s command line.
+    pub fn args_for(&self, role: &str) -> &[String] {
+        if self.role_args.is_empty() {
+            return &self.args;
+        }
+        self.role_args
+            .iter()
+            .find(|(r, _)| r == role)
+            .map_or(&[], |(_, args)| args.as_slice())
+    }
 }
 
 impl PredictDef {

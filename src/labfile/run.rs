@@ -336,7 +336,7 @@ pub fn argv(lab: &UserLab, design: &DesignDef, role: &str, places: &Places) -> V
     let mut argv = Vec::new();
     for item in &role.command {
         if item == "{design.args}" {
-            argv.extend(design.args.iter().cloned());
+            argv.extend(design.args_for(&role.name).iter().cloned());
             continue;
         }
         let mut text = item

@@ -97,10 +97,20 @@ pub struct Invariant {
 pub struct Design {
     pub name: Spanned<String>,
     #[serde(default)]
-    pub args: Vec<String>,
+    pub args: Option<Spanned<Args>>,
     #[serde(default)]
     pub env: BTreeMap<String, String>,
     pub predict: Option<Vec<Spanned<Prediction>>>,
+}
+
+/// A design's `{design.args}`: the same for every role (`args = ["--fast"]`), or by role
+/// (`args = { publisher = ["--variant", "x"] }`; a role not named gets none), for a design
+/// that changes one role of several.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+pub enum Args {
+    Every(Vec<String>),
+    ByRole(BTreeMap<String, Vec<String>>),
 }
 
 #[derive(Debug, Deserialize)]

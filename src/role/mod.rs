@@ -104,11 +104,29 @@ impl ReadbackArgs {
     }
 }
 
-/// Arm the crash point of a role; an unknown or foreign point is a usage error.
+/// Arm the crash point of a role; an unknown or foreign point is a usage error. Without
+/// `--crash-at`, the point protocol's environment arms it (`CRASHLAB_CRASH_AT`,
+/// `CRASHLAB_CRASH_MODE`), as it arms any user's role: so a lab file runs crashlab's own
+/// roles as it runs anyone's.
 pub fn arm(args: &CrashArgs, role: &str, points: &'static [crash::PointDef]) -> Result<()> {
-    if let Some(spec) = &args.crash_at {
-        let at = crash::parse(spec, points, Some(role))?;
-        crash::arm(at, args.crash_mode);
+    let (spec, mode) = match &args.crash_at {
+        Some(spec) => (Some(spec.clone()), args.crash_mode),
+        None => {
+            let mode = match std::env::var(crate::point::CRASH_MODE_ENV) {
+                Ok(name) => crate::point::mode_named(&name).ok_or_else(|| {
+                    fail::usage(format!(
+                        "{}={name}: not exit, abort, kill or hang",
+                        crate::point::CRASH_MODE_ENV
+                    ))
+                })?,
+                Err(_) => args.crash_mode,
+            };
+            (std::env::var(crate::point::CRASH_AT_ENV).ok(), mode)
+        }
+    };
+    if let Some(spec) = spec {
+        let at = crash::parse(&spec, points, Some(role))?;
+        crash::arm(at, mode);
     }
     Ok(())
 }
