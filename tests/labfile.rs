@@ -657,6 +657,37 @@ fn the_python_outbox_on_postgres_breaks_where_predicted_and_its_copies_audit() {
         format!("crashlab: {}:56:7: SQLite refuses the query on the stores' copies: no such table: consumer.ledgr", file.display())
     );
     assert!(!wrong.join("o").exists() && !wrong.join("o.partial").exists());
+    // A built-in lab's options are refused for a lab file, never ignored.
+    for (args, line) in [
+        (
+            &["explore", "--shard", "count:1/2"][..],
+            "--shard: a lab file's explore takes",
+        ),
+        (
+            &["explore", "--junit", "j.xml"][..],
+            "--junit: a lab file's explore takes",
+        ),
+        (
+            &["driver", "--keep-db"][..],
+            "--keep-db: a lab file's driver takes",
+        ),
+    ] {
+        let out = crashlab(
+            root,
+            &[
+                &args[..1],
+                &["examples/python-outbox/crashlab.toml"],
+                &args[1..],
+            ]
+            .concat(),
+        );
+        assert_eq!(code(&out), 2, "{}", stderr(&out));
+        assert!(
+            stderr(&out).starts_with(&format!("crashlab: {line}")),
+            "{}",
+            stderr(&out)
+        );
+    }
     // --pg-url is refused where no store is on PostgreSQL, before anything runs.
     let none = dir.path().join("none");
     let out = crashlab(

@@ -15,8 +15,14 @@ use crate::engine::state::server::pg::{connect, ROWS_MAX};
 use crate::fail;
 use crate::servers::{self, names, Servers, Want};
 
-/// A private server's settings: see `Server::start`.
-pub const SETTINGS: &[(&str, &str)] = &[("fsync", "off"), ("full_page_writes", "off")];
+/// A private server's settings: see `Server::start`. A session whose role was killed
+/// mid-statement (a `pg_sleep` holding a lock) notices within 100 ms that its client is gone,
+/// and ends, instead of holding its locks until the run's database is dropped.
+pub const SETTINGS: &[(&str, &str)] = &[
+    ("fsync", "off"),
+    ("full_page_writes", "off"),
+    ("client_connection_check_interval", "100ms"),
+];
 
 /// Tables read back from one store: a lab's tables are a handful.
 const TABLES_MAX: usize = 1_000;
@@ -29,6 +35,9 @@ pub struct Server {
     _dir: tempfile::TempDir,
     /// Scenario runs made so far: each run's databases are named for its number.
     runs: Cell<u64>,
+    /// Random, drawn once: two crashlabs on one server (in other PID namespaces, the same
+    /// pid) never name a database alike.
+    tag: String,
 }
 
 impl Server {
@@ -46,6 +55,8 @@ impl Server {
         // A lab file's steps crash roles, never the server: what it acknowledged stays
         // visible to every later session whether or not it reached the disk, so a private
         // server skips the flushes.
+        // SIGINT while the server starts ends the start cleanly (exit 130), nothing left.
+        crate::interrupt::catch().context("catching SIGINT and SIGTERM")?;
         let want = Want {
             postgres: true,
             pg_url,
@@ -72,6 +83,13 @@ impl Server {
             admin_url,
             _dir: dir,
             runs: Cell::new(0),
+            tag: {
+                use std::hash::{BuildHasher, Hasher};
+                let random = std::collections::hash_map::RandomState::new()
+                    .build_hasher()
+                    .finish();
+                format!("l{random:016x}")
+            },
         };
         server.prepare_queries(lab)?;
         Ok(Some(server))
@@ -121,11 +139,13 @@ impl Server {
         };
         let mut admin = servers::postgres::admin(&self.admin_url)?;
         for (i, store) in stores.iter().enumerate().filter(|(_, s)| s.postgres) {
-            let name = names::of(&format!("l{}_{run}", std::process::id()), &format!("s{i}"))?;
-            servers::postgres::create_database(&mut admin, &name)?;
+            let name = names::of(&format!("{}_{run}", self.tag), &format!("s{i}"))?;
+            // The URL before the database: a URL that cannot name one makes nothing.
             let url = servers::postgres::database_url(&self.admin_url, &name)?;
-            // Kept before the schema runs: a schema that fails still has its database dropped.
-            made.databases.push((store.name.clone(), name, url.clone()));
+            // Kept before it is made: a database made, whatever fails next, is dropped.
+            made.databases
+                .push((store.name.clone(), name.clone(), url.clone()));
+            servers::postgres::create_database(&mut admin, &name)?;
             if let Some(schema) = &store.schema {
                 let mut client = servers::postgres::admin(&url)?;
                 client
@@ -183,13 +203,32 @@ impl Drop for Made {
     }
 }
 
-/// The SQLite column type that keeps a PostgreSQL value's meaning for comparison and sums.
+/// The SQLite column type of a PostgreSQL one. A `numeric` column has none: each value is
+/// stored as `cell` makes it, never rounded by SQLite's own conversion.
 fn affinity(data_type: &str) -> &'static str {
     match data_type {
         "smallint" | "integer" | "bigint" | "boolean" => "INTEGER",
         "real" | "double precision" => "REAL",
-        "numeric" => "NUMERIC",
+        "numeric" => "",
         _ => "TEXT",
+    }
+}
+
+/// A `numeric` value's text as SQLite keeps it: an integer or a real where that is exactly
+/// the same number (`10.50` is 10.5), else its text, so two values an exact comparison tells
+/// apart stay apart.
+fn numeric(text: String) -> rusqlite::types::Value {
+    use rusqlite::types::Value;
+    if let Ok(i) = text.parse::<i64>() {
+        return Value::Integer(i);
+    }
+    let plain = match text.contains('.') {
+        true => text.trim_end_matches('0').trim_end_matches('.'),
+        false => text.as_str(),
+    };
+    match text.parse::<f64>() {
+        Ok(r) if r.is_finite() && format!("{r}") == plain => Value::Real(r),
+        _ => Value::Text(text),
     }
 }
 
@@ -278,11 +317,41 @@ fn copy(url: &str, file: &Path) -> Result<()> {
             marks.join(", ")
         ))?;
         for row in &rows {
-            let values: Vec<Option<String>> = (0..cols.len()).map(|i| row.get(i)).collect();
+            let values = cols.iter().enumerate().map(|(i, (_, t))| {
+                match (row.get::<_, Option<String>>(i), t.as_str()) {
+                    (None, _) => rusqlite::types::Value::Null,
+                    (Some(text), "numeric") => numeric(text),
+                    (Some(text), _) => rusqlite::types::Value::Text(text),
+                }
+            });
             insert.execute(rusqlite::params_from_iter(values))?;
         }
     }
     sqlite.commit()?;
     tx.commit()?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rusqlite::types::Value;
+
+    #[test]
+    fn a_numeric_is_a_number_only_where_it_is_exactly_that_number() {
+        assert_eq!(numeric("42".into()), Value::Integer(42));
+        assert_eq!(numeric("-7".into()), Value::Integer(-7));
+        assert_eq!(numeric("10.50".into()), Value::Real(10.5));
+        assert_eq!(numeric("25.0".into()), Value::Real(25.0));
+        // Past what an i64 or an f64 holds exactly: kept as text, each distinct.
+        for text in [
+            "12345678901234567890.0000000001",
+            "12345678901234567890.0000000002",
+            "18446744073709551615",
+            "0.1000000000000000000001",
+            "NaN",
+        ] {
+            assert_eq!(numeric(text.into()), Value::Text(text.into()));
+        }
+    }
 }

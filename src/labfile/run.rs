@@ -245,9 +245,14 @@ pub fn scenario_killed(
                 own
             }
             StepDef::Check { name, check } => {
-                read_back(&dir, &setup.lab.stores, made.as_ref())?;
+                // A store that cannot be read back fails this check, naming why; the run goes
+                // on (the next read may succeed, and the invariants say what they find).
+                let back = read_back(&dir, &setup.lab.stores, made.as_ref());
                 keep_stores(&dir, &setup.lab.stores, &dir.join(stores_dir(i, name)))?;
-                read_check(setup.lab, &dir, name, check)
+                match back {
+                    Ok(()) => read_check(setup.lab, &dir, name, check),
+                    Err(e) => unread_check(setup.lab, name, check, &e),
+                }
             }
         };
         steps.push(record);
@@ -258,8 +263,9 @@ pub fn scenario_killed(
         "a background step outlived its scenario"
     );
     reaper.0.clear();
-    read_back(&dir, &setup.lab.stores, made.as_ref())?;
-    let (found, unreadable) = match invariants(&dir, &setup.lab.stores, &setup.lab.invariants) {
+    let found = read_back(&dir, &setup.lab.stores, made.as_ref())
+        .and_then(|()| invariants(&dir, &setup.lab.stores, &setup.lab.invariants));
+    let (found, unreadable) = match found {
         Ok(found) => (found, None),
         Err(e) => (Vec::new(), Some(format!("{e:#}"))),
     };
@@ -670,6 +676,16 @@ fn keep_stores(dir: &Path, stores: &[StoreDef], to: &Path) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// A check step whose stores could not be read back: failed, its value why.
+fn unread_check(lab: &UserLab, name: &str, check: &str, why: &anyhow::Error) -> StepRun {
+    let def = lab.check(check).expect("a validated step names a check");
+    StepRun {
+        exit: 1,
+        check: Some((clip(format!("error: {why:#}")), def.expect.clone())),
+        ..StepRun::new(name, &format!("check {check}"))
+    }
 }
 
 fn read_check(lab: &UserLab, dir: &Path, name: &str, check: &str) -> StepRun {

@@ -61,8 +61,32 @@ pub fn run(command: Command) -> Result<i32> {
             crash_mode,
             step_timeout_ms,
             stack,
+            keep_db,
+            moves,
+            seed,
+            json,
+            junit,
+            power,
             ..
         } if crate::labfile::is_file(&lab) => {
+            let set = [
+                ("--cut", power.cut.is_some()),
+                ("--store-profile", power.store_profile.is_some()),
+                ("--keep-db", keep_db),
+                ("--move-crash", !moves.is_empty()),
+                ("--seed", seed.is_some()),
+                ("--json", json),
+                ("--junit", junit.is_some()),
+                ("--stack", stack.stack.is_some()),
+                ("--server", stack.server.is_some()),
+                ("--amqp-url", stack.amqp_url.is_some()),
+                ("--queue-type", stack.queue_type.is_some()),
+            ];
+            if let Some((flag, _)) = set.iter().find(|(_, set)| *set) {
+                return Err(fail::usage(format!(
+                    "{flag}: a lab file's driver takes --crash-mode (exit, abort, kill, hang), --step-timeout-ms, --pg-url and --out"
+                )));
+            }
             let file = crate::labfile::load(std::path::Path::new(&lab))?;
             crate::labfile::driver::driver(
                 &file,
@@ -73,6 +97,27 @@ pub fn run(command: Command) -> Result<i32> {
             labfile_chaos(&lab, &options)
         }
         Command::Explore(args) if crate::labfile::is_file(&args.lab) => {
+            // What a built-in lab's explore takes and a lab file's does not: refused, never
+            // silently ignored.
+            let set = [
+                ("--points", args.points.is_some()),
+                ("--cut", args.cut.is_some()),
+                ("--seed", args.seed.is_some()),
+                ("--max-states", args.max_states.is_some()),
+                ("--jobs", args.jobs.is_some()),
+                ("--work-dir", args.work_dir.is_some()),
+                ("--shard", args.shard.is_some()),
+                ("--junit", args.junit.is_some()),
+                ("--stack", args.stack.stack.is_some()),
+                ("--server", args.stack.server.is_some()),
+                ("--amqp-url", args.stack.amqp_url.is_some()),
+                ("--queue-type", args.stack.queue_type.is_some()),
+            ];
+            if let Some((flag, _)) = set.iter().find(|(_, set)| *set) {
+                return Err(fail::usage(format!(
+                    "{flag}: a lab file's explore takes --variants, --crash-mode (exit, abort, kill, hang), --step-timeout-ms, --pg-url, --json and --out"
+                )));
+            }
             let file = crate::labfile::load(std::path::Path::new(&args.lab))?;
             let options = labfile_options(
                 args.crash_mode,
