@@ -20,6 +20,11 @@ pub struct At {
 }
 
 impl At {
+    /// The point at these hits only.
+    pub const fn of(point: &'static str, hits: &'static [u32]) -> At {
+        At { point, hits }
+    }
+
     /// Every hit of the point, whatever the probe counts.
     pub const fn every(point: &'static str) -> At {
         At { point, hits: &[] }

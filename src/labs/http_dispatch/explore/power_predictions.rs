@@ -11,19 +11,15 @@ use crate::engine::explore::invariant::Invariant;
 use crate::engine::explore::plan::{At, Prediction};
 use crate::engine::jepsen::Anomaly;
 
-const fn at(point: &'static str, hits: &'static [u32]) -> At {
-    At { point, hits }
-}
-
 /// What a cut breaks: the acknowledged commits only, or an effect lost with them.
 const ACK: &[Invariant] = &[Invariant::AcknowledgedDurable];
 const ACK_LOST: &[Invariant] = &[Invariant::NoLostEffect, Invariant::AcknowledgedDurable];
 /// The receiver's commits of the second intent's effect, where `sync-normal` loses it.
 const RECEIVER_2: &[At] = &[
-    at("receiver.before-effect-commit", &[2]),
-    at("receiver.after-effect-commit", &[2]),
+    At::of("receiver.before-effect-commit", &[2]),
+    At::of("receiver.after-effect-commit", &[2]),
 ];
-const INTENT_1: &[At] = &[at("intent.after-commit", &[1])];
+const INTENT_1: &[At] = &[At::of("intent.after-commit", &[1])];
 
 /// Every acknowledged commit a cut rolls back is a lost-write: each prediction here has one.
 const LOST_WRITE: &[Anomaly] = &[Anomaly::LostWrite];
@@ -72,10 +68,10 @@ pub static POWER_PREDICTIONS: &[Prediction] = &[
     sync_normal(
         "sync-normal/prefix",
         &[
-            at("intent.after-commit", &[1]),
-            at("dispatcher.after-response", &[2]),
-            at("dispatcher.before-receipt-commit", &[2]),
-            at("dispatcher.after-history-commit", &[2]),
+            At::of("intent.after-commit", &[1]),
+            At::of("dispatcher.after-response", &[2]),
+            At::of("dispatcher.before-receipt-commit", &[2]),
+            At::of("dispatcher.after-history-commit", &[2]),
         ],
         false,
     ),
@@ -91,49 +87,49 @@ pub static POWER_PREDICTIONS: &[Prediction] = &[
     sync_off(
         "sync-off/drop",
         &[
-            at("intent.after-commit", &[1]),
-            at("dispatcher.before-attempt-commit", &[1, 2]),
-            at("dispatcher.after-attempt-commit", &[1, 2]),
-            at("dispatcher.after-response", &[1, 2]),
-            at("dispatcher.before-receipt-commit", &[1, 2]),
-            at("dispatcher.after-receipt-commit", &[1, 2]),
-            at("dispatcher.before-history-commit", &[1, 2]),
-            at("dispatcher.after-history-commit", &[1, 2]),
-            at("receiver.before-effect-commit", &[1, 2]),
-            at("receiver.after-effect-commit", &[1, 2]),
+            At::of("intent.after-commit", &[1]),
+            At::of("dispatcher.before-attempt-commit", &[1, 2]),
+            At::of("dispatcher.after-attempt-commit", &[1, 2]),
+            At::of("dispatcher.after-response", &[1, 2]),
+            At::of("dispatcher.before-receipt-commit", &[1, 2]),
+            At::of("dispatcher.after-receipt-commit", &[1, 2]),
+            At::of("dispatcher.before-history-commit", &[1, 2]),
+            At::of("dispatcher.after-history-commit", &[1, 2]),
+            At::of("receiver.before-effect-commit", &[1, 2]),
+            At::of("receiver.after-effect-commit", &[1, 2]),
         ],
         ACK,
     ),
     sync_off(
         "sync-off/torn",
         &[
-            at("intent.after-commit", &[1]),
-            at("dispatcher.before-attempt-commit", &[1, 2]),
-            at("dispatcher.after-attempt-commit", &[1, 2]),
-            at("dispatcher.after-response", &[1, 2]),
-            at("dispatcher.before-receipt-commit", &[1, 2]),
-            at("dispatcher.after-receipt-commit", &[1, 2]),
-            at("dispatcher.before-history-commit", &[1, 2]),
-            at("dispatcher.after-history-commit", &[1, 2]),
-            at("receiver.before-effect-commit", &[2]),
-            at("receiver.after-effect-commit", &[1]),
+            At::of("intent.after-commit", &[1]),
+            At::of("dispatcher.before-attempt-commit", &[1, 2]),
+            At::of("dispatcher.after-attempt-commit", &[1, 2]),
+            At::of("dispatcher.after-response", &[1, 2]),
+            At::of("dispatcher.before-receipt-commit", &[1, 2]),
+            At::of("dispatcher.after-receipt-commit", &[1, 2]),
+            At::of("dispatcher.before-history-commit", &[1, 2]),
+            At::of("dispatcher.after-history-commit", &[1, 2]),
+            At::of("receiver.before-effect-commit", &[2]),
+            At::of("receiver.after-effect-commit", &[1]),
         ],
         ACK,
     ),
     sync_off(
         "sync-off/torn",
         &[
-            at("receiver.before-effect-commit", &[1]),
-            at("receiver.after-effect-commit", &[2]),
+            At::of("receiver.before-effect-commit", &[1]),
+            At::of("receiver.after-effect-commit", &[2]),
         ],
         ACK_LOST,
     ),
     sync_off(
         "sync-off/prefix",
         &[
-            at("intent.after-commit", &[1]),
-            at("dispatcher.before-attempt-commit", &[1]),
-            at("receiver.before-effect-commit", &[2]),
+            At::of("intent.after-commit", &[1]),
+            At::of("dispatcher.before-attempt-commit", &[1]),
+            At::of("receiver.before-effect-commit", &[2]),
         ],
         ACK,
     ),

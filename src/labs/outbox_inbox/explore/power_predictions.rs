@@ -20,8 +20,92 @@ use crate::engine::explore::invariant::Invariant;
 use crate::engine::explore::plan::{At, Prediction};
 use crate::engine::jepsen::Anomaly;
 
-const fn at(point: &'static str, hits: &'static [u32]) -> At {
-    At { point, hits }
+/// What a cut breaks: the acknowledged commits only, or an effect lost or doubled with them.
+const ACK: &[Invariant] = &[Invariant::AcknowledgedDurable];
+const ACK_LOST: &[Invariant] = &[Invariant::NoLostEffect, Invariant::AcknowledgedDurable];
+const ACK_DOUBLED: &[Invariant] = &[Invariant::NoDuplicateEffect, Invariant::AcknowledgedDurable];
+const ACK_LOST_DOUBLED: &[Invariant] = &[
+    Invariant::NoLostEffect,
+    Invariant::NoDuplicateEffect,
+    Invariant::AcknowledgedDurable,
+];
+
+/// Every acknowledged commit a cut rolls back is a lost-write; an effect left without the
+/// contract it credits is G1a too.
+const LOST_WRITE: &[Anomaly] = &[Anomaly::LostWrite];
+const LOST_WRITE_G1A: &[Anomaly] = &[Anomaly::LostWrite, Anomaly::G1a];
+const LOST_WRITE_UNSEEN_G1A: &[Anomaly] = &[Anomaly::LostWrite, Anomaly::Unseen, Anomaly::G1a];
+
+/// The faulty upstream's enqueue of its redelivery, the commit the seeded cuts roll back.
+const ENQUEUE_1: &[At] = &[At::of("enqueue.after-commit", &[1])];
+/// Every publisher point, at both messages.
+const PUBLISHER: &[At] = &[
+    At::of("publisher.before-queue-commit", &[1, 2]),
+    At::of("publisher.after-queue-commit", &[1, 2]),
+    At::of("publisher.before-mark-sent", &[1, 2]),
+    At::of("publisher.after-mark-sent", &[1, 2]),
+];
+/// Every consumer point at every hit it reaches, and the upstream's enqueue.
+const CONSUMER: &[At] = &[
+    At::of("consumer.before-claim-commit", &[1, 2, 3]),
+    At::of("consumer.after-claim-commit", &[1, 2, 3]),
+    At::of("consumer.before-receiver-commit", &[1, 2]),
+    At::of("consumer.after-receiver-commit", &[1, 2]),
+    At::of("consumer.before-ack", &[1, 2, 3]),
+    At::of("consumer.after-ack", &[1, 2, 3]),
+    At::of("enqueue.before-commit", &[1]),
+    At::of("enqueue.after-commit", &[1]),
+];
+
+/// The upstream's acknowledged redelivery rolls back, in the profile's words.
+const fn enqueue_lost(
+    variant: &'static str,
+    says: &'static str,
+    hidden: &'static str,
+) -> Prediction {
+    Prediction {
+        variant,
+        at: ENQUEUE_1,
+        invariants: ACK,
+        anomalies: LOST_WRITE,
+        says,
+        hidden,
+    }
+}
+
+/// `sync-off` under a seeded cut: these invariants and anomalies at `at`.
+const fn sync_off(
+    variant: &'static str,
+    at: &'static [At],
+    invariants: &'static [Invariant],
+    anomalies: &'static [Anomaly],
+) -> Prediction {
+    Prediction {
+        variant,
+        at,
+        invariants,
+        anomalies,
+        says: SYNC_OFF,
+        hidden: SYNC_OFF_HIDDEN,
+    }
+}
+
+/// Under `--cut exhaustive`: these invariants and anomalies at `at`, in these words.
+const fn exhaustive(
+    variant: &'static str,
+    at: &'static [At],
+    invariants: &'static [Invariant],
+    anomalies: &'static [Anomaly],
+    says: &'static str,
+) -> Prediction {
+    Prediction {
+        variant,
+        at,
+        invariants,
+        anomalies,
+        says,
+        hidden: EXHAUSTIVE_HIDDEN,
+    }
 }
 
 const SYNC_NORMAL: &str = "the upstream's acknowledged redelivery rolls back (WAL, NORMAL: a commit is synced only by a checkpoint, and nothing retries it)";
@@ -35,215 +119,118 @@ const SYNC_NORMAL_LOST: &str = "a delivery is lost for good: the Outbox row's ma
 const EXHAUSTIVE_HIDDEN: &str = "in every state of these points recovery makes again what the cut took, or the cut kept it (bounded points: in every state run)";
 
 pub static POWER_PREDICTIONS: &[Prediction] = &[
-    Prediction {
-        variant: "sync-normal/drop",
-        at: &[at("enqueue.after-commit", &[1])],
-        invariants: &[Invariant::AcknowledgedDurable],
-        anomalies: &[Anomaly::LostWrite],
-        says: SYNC_NORMAL,
-        hidden: SYNC_NORMAL_HIDDEN,
-    },
-    Prediction {
-        variant: "sync-normal/torn",
-        at: &[at("enqueue.after-commit", &[1])],
-        invariants: &[Invariant::AcknowledgedDurable],
-        anomalies: &[Anomaly::LostWrite],
-        says: SYNC_NORMAL,
-        hidden: SYNC_NORMAL_HIDDEN,
-    },
-    Prediction {
-        variant: "sync-normal/prefix",
-        at: &[at("enqueue.after-commit", &[1])],
-        invariants: &[Invariant::AcknowledgedDurable],
-        anomalies: &[Anomaly::LostWrite],
-        says: SYNC_NORMAL,
-        hidden: SYNC_NORMAL_HIDDEN,
-    },
-    Prediction {
-        variant: "journal-delete/drop",
-        at: &[at("enqueue.after-commit", &[1])],
-        invariants: &[Invariant::AcknowledgedDurable],
-        anomalies: &[Anomaly::LostWrite],
-        says: JOURNAL_DELETE,
-        hidden: JOURNAL_DELETE_HIDDEN,
-    },
-    Prediction {
-        variant: "sync-off/drop",
-        at: &[
-            at("publisher.before-queue-commit", &[1, 2]),
-            at("publisher.after-queue-commit", &[1, 2]),
-            at("publisher.before-mark-sent", &[1, 2]),
-            at("publisher.after-mark-sent", &[1, 2]),
+    enqueue_lost("sync-normal/drop", SYNC_NORMAL, SYNC_NORMAL_HIDDEN),
+    enqueue_lost("sync-normal/torn", SYNC_NORMAL, SYNC_NORMAL_HIDDEN),
+    enqueue_lost("sync-normal/prefix", SYNC_NORMAL, SYNC_NORMAL_HIDDEN),
+    enqueue_lost("journal-delete/drop", JOURNAL_DELETE, JOURNAL_DELETE_HIDDEN),
+    sync_off("sync-off/drop", PUBLISHER, ACK_DOUBLED, LOST_WRITE_G1A),
+    sync_off("sync-off/drop", CONSUMER, ACK, LOST_WRITE),
+    sync_off(
+        "sync-off/torn",
+        &[
+            At::of("publisher.before-queue-commit", &[1, 2]),
+            At::of("publisher.after-queue-commit", &[1, 2]),
+            At::of("publisher.before-mark-sent", &[1, 2]),
+            At::of("publisher.after-mark-sent", &[1, 2]),
+            At::of("consumer.before-claim-commit", &[2, 3]),
+            At::of("consumer.after-claim-commit", &[1, 2, 3]),
+            At::of("consumer.before-receiver-commit", &[1, 2]),
+            At::of("consumer.after-receiver-commit", &[1, 2]),
+            At::of("consumer.before-ack", &[1, 2, 3]),
+            At::of("consumer.after-ack", &[1, 2, 3]),
         ],
-        invariants: &[Invariant::NoDuplicateEffect, Invariant::AcknowledgedDurable],
-        anomalies: &[Anomaly::LostWrite, Anomaly::G1a],
-        says: SYNC_OFF,
-        hidden: SYNC_OFF_HIDDEN,
-    },
-    Prediction {
-        variant: "sync-off/drop",
-        at: &[
-            at("consumer.before-claim-commit", &[1, 2, 3]),
-            at("consumer.after-claim-commit", &[1, 2, 3]),
-            at("consumer.before-receiver-commit", &[1, 2]),
-            at("consumer.after-receiver-commit", &[1, 2]),
-            at("consumer.before-ack", &[1, 2, 3]),
-            at("consumer.after-ack", &[1, 2, 3]),
-            at("enqueue.before-commit", &[1]),
-            at("enqueue.after-commit", &[1]),
+        ACK_DOUBLED,
+        LOST_WRITE_G1A,
+    ),
+    sync_off(
+        "sync-off/torn",
+        &[
+            At::of("consumer.before-claim-commit", &[1]),
+            At::of("enqueue.before-commit", &[1]),
+            At::of("enqueue.after-commit", &[1]),
         ],
-        invariants: &[Invariant::AcknowledgedDurable],
-        anomalies: &[Anomaly::LostWrite],
-        says: SYNC_OFF,
-        hidden: SYNC_OFF_HIDDEN,
-    },
-    Prediction {
-        variant: "sync-off/torn",
-        at: &[
-            at("publisher.before-queue-commit", &[1, 2]),
-            at("publisher.after-queue-commit", &[1, 2]),
-            at("publisher.before-mark-sent", &[1, 2]),
-            at("publisher.after-mark-sent", &[1, 2]),
-            at("consumer.before-claim-commit", &[2, 3]),
-            at("consumer.after-claim-commit", &[1, 2, 3]),
-            at("consumer.before-receiver-commit", &[1, 2]),
-            at("consumer.after-receiver-commit", &[1, 2]),
-            at("consumer.before-ack", &[1, 2, 3]),
-            at("consumer.after-ack", &[1, 2, 3]),
+        ACK_LOST,
+        LOST_WRITE,
+    ),
+    sync_off(
+        "sync-off/prefix",
+        &[
+            At::of("publisher.before-queue-commit", &[1, 2]),
+            At::of("publisher.after-queue-commit", &[1]),
+            At::of("publisher.before-mark-sent", &[1]),
+            At::of("publisher.after-mark-sent", &[1]),
         ],
-        invariants: &[Invariant::NoDuplicateEffect, Invariant::AcknowledgedDurable],
-        anomalies: &[Anomaly::LostWrite, Anomaly::G1a],
-        says: SYNC_OFF,
-        hidden: SYNC_OFF_HIDDEN,
-    },
-    Prediction {
-        variant: "sync-off/torn",
-        at: &[
-            at("consumer.before-claim-commit", &[1]),
-            at("enqueue.before-commit", &[1]),
-            at("enqueue.after-commit", &[1]),
+        ACK_DOUBLED,
+        LOST_WRITE_G1A,
+    ),
+    sync_off(
+        "sync-off/prefix",
+        &[
+            At::of("consumer.before-claim-commit", &[1, 3]),
+            At::of("consumer.after-ack", &[2, 3]),
+            At::of("enqueue.before-commit", &[1]),
+            At::of("enqueue.after-commit", &[1]),
         ],
-        invariants: &[Invariant::NoLostEffect, Invariant::AcknowledgedDurable],
-        anomalies: &[Anomaly::LostWrite],
-        says: SYNC_OFF,
-        hidden: SYNC_OFF_HIDDEN,
-    },
-    Prediction {
-        variant: "sync-off/prefix",
-        at: &[
-            at("publisher.before-queue-commit", &[1, 2]),
-            at("publisher.after-queue-commit", &[1]),
-            at("publisher.before-mark-sent", &[1]),
-            at("publisher.after-mark-sent", &[1]),
+        ACK,
+        LOST_WRITE,
+    ),
+    sync_off(
+        "sync-off/prefix",
+        &[
+            At::of("consumer.before-claim-commit", &[2]),
+            At::of("consumer.after-ack", &[1]),
         ],
-        invariants: &[Invariant::NoDuplicateEffect, Invariant::AcknowledgedDurable],
-        anomalies: &[Anomaly::LostWrite, Anomaly::G1a],
-        says: SYNC_OFF,
-        hidden: SYNC_OFF_HIDDEN,
-    },
-    Prediction {
-        variant: "sync-off/prefix",
-        at: &[
-            at("consumer.before-claim-commit", &[1, 3]),
-            at("consumer.after-ack", &[2, 3]),
-            at("enqueue.before-commit", &[1]),
-            at("enqueue.after-commit", &[1]),
+        ACK_LOST,
+        LOST_WRITE,
+    ),
+    enqueue_lost("sync-normal/exhaustive", SYNC_NORMAL, EXHAUSTIVE_HIDDEN),
+    exhaustive(
+        "sync-normal/exhaustive",
+        &[
+            At::of("publisher.after-mark-sent", &[2]),
+            At::of("consumer.before-claim-commit", &[3]),
+            At::of("consumer.after-claim-commit", &[3]),
+            At::of("consumer.before-ack", &[3]),
+            At::of("consumer.after-ack", &[2, 3]),
         ],
-        invariants: &[Invariant::AcknowledgedDurable],
-        anomalies: &[Anomaly::LostWrite],
-        says: SYNC_OFF,
-        hidden: SYNC_OFF_HIDDEN,
-    },
-    Prediction {
-        variant: "sync-off/prefix",
-        at: &[
-            at("consumer.before-claim-commit", &[2]),
-            at("consumer.after-ack", &[1]),
+        ACK_LOST,
+        &[Anomaly::LostWrite, Anomaly::Unseen],
+        SYNC_NORMAL_LOST,
+    ),
+    enqueue_lost(
+        "journal-delete/exhaustive",
+        JOURNAL_DELETE,
+        EXHAUSTIVE_HIDDEN,
+    ),
+    exhaustive(
+        "sync-off/exhaustive",
+        &[
+            At::of("publisher.before-queue-commit", &[1, 2]),
+            At::of("publisher.after-queue-commit", &[1, 2]),
+            At::of("publisher.before-mark-sent", &[1, 2]),
+            At::of("publisher.after-mark-sent", &[1]),
         ],
-        invariants: &[Invariant::NoLostEffect, Invariant::AcknowledgedDurable],
-        anomalies: &[Anomaly::LostWrite],
-        says: SYNC_OFF,
-        hidden: SYNC_OFF_HIDDEN,
-    },
-    Prediction {
-        variant: "sync-normal/exhaustive",
-        at: &[at("enqueue.after-commit", &[1])],
-        invariants: &[Invariant::AcknowledgedDurable],
-        anomalies: &[Anomaly::LostWrite],
-        says: SYNC_NORMAL,
-        hidden: EXHAUSTIVE_HIDDEN,
-    },
-    Prediction {
-        variant: "sync-normal/exhaustive",
-        at: &[
-            at("publisher.after-mark-sent", &[2]),
-            at("consumer.before-claim-commit", &[3]),
-            at("consumer.after-claim-commit", &[3]),
-            at("consumer.before-ack", &[3]),
-            at("consumer.after-ack", &[2, 3]),
-        ],
-        invariants: &[Invariant::NoLostEffect, Invariant::AcknowledgedDurable],
-        anomalies: &[Anomaly::LostWrite, Anomaly::Unseen],
-        says: SYNC_NORMAL_LOST,
-        hidden: EXHAUSTIVE_HIDDEN,
-    },
-    Prediction {
-        variant: "journal-delete/exhaustive",
-        at: &[at("enqueue.after-commit", &[1])],
-        invariants: &[Invariant::AcknowledgedDurable],
-        anomalies: &[Anomaly::LostWrite],
-        says: JOURNAL_DELETE,
-        hidden: EXHAUSTIVE_HIDDEN,
-    },
-    Prediction {
-        variant: "sync-off/exhaustive",
-        at: &[
-            at("publisher.before-queue-commit", &[1, 2]),
-            at("publisher.after-queue-commit", &[1, 2]),
-            at("publisher.before-mark-sent", &[1, 2]),
-            at("publisher.after-mark-sent", &[1]),
-        ],
-        invariants: &[
-            Invariant::NoLostEffect,
-            Invariant::NoDuplicateEffect,
-            Invariant::AcknowledgedDurable,
-        ],
-        anomalies: &[Anomaly::LostWrite, Anomaly::G1a],
-        says: SYNC_OFF,
-        hidden: EXHAUSTIVE_HIDDEN,
-    },
-    Prediction {
-        variant: "sync-off/exhaustive",
-        at: &[at("publisher.after-mark-sent", &[2])],
-        invariants: &[
-            Invariant::NoLostEffect,
-            Invariant::NoDuplicateEffect,
-            Invariant::AcknowledgedDurable,
-        ],
-        anomalies: &[Anomaly::LostWrite, Anomaly::Unseen, Anomaly::G1a],
-        says: SYNC_OFF,
-        hidden: EXHAUSTIVE_HIDDEN,
-    },
-    Prediction {
-        variant: "sync-off/exhaustive",
-        at: &[
-            at("consumer.before-claim-commit", &[1, 2, 3]),
-            at("consumer.after-claim-commit", &[1, 2, 3]),
-            at("consumer.before-receiver-commit", &[1, 2]),
-            at("consumer.after-receiver-commit", &[1, 2]),
-            at("consumer.before-ack", &[1, 2, 3]),
-            at("consumer.after-ack", &[1, 2, 3]),
-            at("enqueue.before-commit", &[1]),
-            at("enqueue.after-commit", &[1]),
-        ],
-        invariants: &[
+        ACK_LOST_DOUBLED,
+        LOST_WRITE_G1A,
+        SYNC_OFF,
+    ),
+    exhaustive(
+        "sync-off/exhaustive",
+        &[At::of("publisher.after-mark-sent", &[2])],
+        ACK_LOST_DOUBLED,
+        LOST_WRITE_UNSEEN_G1A,
+        SYNC_OFF,
+    ),
+    exhaustive(
+        "sync-off/exhaustive",
+        CONSUMER,
+        &[
             Invariant::NoLostEffect,
             Invariant::NoDuplicateEffect,
             Invariant::NothingStuck,
             Invariant::AcknowledgedDurable,
         ],
-        anomalies: &[Anomaly::LostWrite, Anomaly::Unseen, Anomaly::G1a],
-        says: SYNC_OFF,
-        hidden: EXHAUSTIVE_HIDDEN,
-    },
+        LOST_WRITE_UNSEEN_G1A,
+        SYNC_OFF,
+    ),
 ];

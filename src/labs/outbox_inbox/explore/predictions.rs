@@ -13,14 +13,8 @@ pub static ON_SQLITE: &[Prediction] = &[
     Prediction {
         variant: "mark-before-send",
         at: &[
-            At {
-                point: "publisher.before-queue-commit",
-                hits: &[2],
-            },
-            At {
-                point: "publisher.after-mark-sent",
-                hits: &[2],
-            },
+            At::of("publisher.before-queue-commit", &[2]),
+            At::of("publisher.after-mark-sent", &[2]),
         ],
         invariants: &[Invariant::NoLostEffect],
         anomalies: &[Anomaly::Unseen],
@@ -30,34 +24,16 @@ pub static ON_SQLITE: &[Prediction] = &[
     Prediction {
         variant: "memory-inbox",
         at: &[
-            At {
-                point: "sender.before-commit",
-                hits: &[1],
-            },
-            At {
-                point: "publisher.before-queue-commit",
-                hits: &[1],
-            },
+            At::of("sender.before-commit", &[1]),
+            At::of("publisher.before-queue-commit", &[1]),
             At::every("publisher.after-queue-commit"),
             At::every("publisher.before-mark-sent"),
-            At {
-                point: "consumer.before-claim-commit",
-                hits: &[2, 3],
-            },
-            At {
-                point: "consumer.after-claim-commit",
-                hits: &[2, 3],
-            },
-            At {
-                point: "consumer.before-receiver-commit",
-                hits: &[2],
-            },
+            At::of("consumer.before-claim-commit", &[2, 3]),
+            At::of("consumer.after-claim-commit", &[2, 3]),
+            At::of("consumer.before-receiver-commit", &[2]),
             At::every("consumer.after-receiver-commit"),
             At::every("consumer.before-ack"),
-            At {
-                point: "consumer.after-ack",
-                hits: &[1, 2],
-            },
+            At::of("consumer.after-ack", &[1, 2]),
         ],
         invariants: &[Invariant::NoDuplicateEffect],
         anomalies: &[Anomaly::Duplicate],
@@ -69,14 +45,8 @@ pub static ON_SQLITE: &[Prediction] = &[
     Prediction {
         variant: "split-inbox-tx",
         at: &[
-            At {
-                point: "consumer.after-inbox-commit",
-                hits: &[1],
-            },
-            At {
-                point: "consumer.before-receiver-commit",
-                hits: &[1],
-            },
+            At::of("consumer.after-inbox-commit", &[1]),
+            At::of("consumer.before-receiver-commit", &[1]),
         ],
         invariants: &[Invariant::NoLostEffect],
         anomalies: &[Anomaly::LostWrite],
@@ -86,14 +56,8 @@ pub static ON_SQLITE: &[Prediction] = &[
     Prediction {
         variant: "split-inbox-tx",
         at: &[
-            At {
-                point: "consumer.after-inbox-commit",
-                hits: &[2],
-            },
-            At {
-                point: "consumer.before-receiver-commit",
-                hits: &[2],
-            },
+            At::of("consumer.after-inbox-commit", &[2]),
+            At::of("consumer.before-receiver-commit", &[2]),
         ],
         invariants: &[Invariant::NoLostEffect],
         anomalies: &[Anomaly::Unseen],
@@ -103,14 +67,8 @@ pub static ON_SQLITE: &[Prediction] = &[
     Prediction {
         variant: "ack-before-apply",
         at: &[
-            At {
-                point: "consumer.before-receiver-commit",
-                hits: &[2],
-            },
-            At {
-                point: "consumer.after-ack",
-                hits: &[2],
-            },
+            At::of("consumer.before-receiver-commit", &[2]),
+            At::of("consumer.after-ack", &[2]),
         ],
         invariants: &[Invariant::NoLostEffect],
         anomalies: &[Anomaly::Unseen],
@@ -125,14 +83,8 @@ const HIDDEN_BY_COPY: &str =
 /// auto-ack: the ack is the consumer's first act, so a crash after it and before the
 /// receiver's commit loses the effect, under any nemesis (the crash is the process's).
 const AUTO_ACK: [At; 2] = [
-    At {
-        point: "consumer.before-receiver-commit",
-        hits: &[2],
-    },
-    At {
-        point: "consumer.after-ack",
-        hits: &[2],
-    },
+    At::of("consumer.before-receiver-commit", &[2]),
+    At::of("consumer.after-ack", &[2]),
 ];
 
 /// On the servers under process crashes: only auto-ack breaks. async-commit, no-confirm and transient give up
@@ -175,22 +127,10 @@ pub static SERVER_KILLS: &[Prediction] = &[
     Prediction {
         variant: "async-commit/postgres",
         at: &[
-            At {
-                point: "consumer.after-deliver",
-                hits: &[3],
-            },
-            At {
-                point: "consumer.before-receiver-commit",
-                hits: &[3],
-            },
-            At {
-                point: "consumer.after-receiver-commit",
-                hits: &[3],
-            },
-            At {
-                point: "consumer.after-ack",
-                hits: &[2, 3],
-            },
+            At::of("consumer.after-deliver", &[3]),
+            At::of("consumer.before-receiver-commit", &[3]),
+            At::of("consumer.after-receiver-commit", &[3]),
+            At::of("consumer.after-ack", &[2, 3]),
         ],
         invariants: &[Invariant::NoLostEffect, Invariant::AcknowledgedDurable],
         anomalies: &[Anomaly::LostWrite, Anomaly::Unseen],
@@ -200,10 +140,7 @@ pub static SERVER_KILLS: &[Prediction] = &[
     Prediction {
         // Seen on both queue types: on a quorum queue too the unconfirmed message was gone.
         variant: "no-confirm/rabbitmq",
-        at: &[At {
-            point: "publisher.after-mark-sent",
-            hits: &[2],
-        }],
+        at: &[At::of("publisher.after-mark-sent", &[2])],
         invariants: &[Invariant::NoLostEffect],
         anomalies: &[Anomaly::Unseen],
         says: "lost message (marked sent without the broker's confirm; the broker died before storing it)",
@@ -216,26 +153,11 @@ pub static SERVER_KILLS: &[Prediction] = &[
     Prediction {
         variant: "transient/rabbitmq/classic",
         at: &[
-            At {
-                point: "publisher.after-mark-sent",
-                hits: &[2],
-            },
-            At {
-                point: "consumer.after-deliver",
-                hits: &[1, 2],
-            },
-            At {
-                point: "consumer.before-receiver-commit",
-                hits: &[1, 2],
-            },
-            At {
-                point: "consumer.after-receiver-commit",
-                hits: &[1],
-            },
-            At {
-                point: "consumer.after-ack",
-                hits: &[1],
-            },
+            At::of("publisher.after-mark-sent", &[2]),
+            At::of("consumer.after-deliver", &[1, 2]),
+            At::of("consumer.before-receiver-commit", &[1, 2]),
+            At::of("consumer.after-receiver-commit", &[1]),
+            At::of("consumer.after-ack", &[1]),
         ],
         invariants: &[Invariant::NoLostEffect],
         anomalies: &[Anomaly::Unseen],
