@@ -19,100 +19,76 @@ const REFUSED: &str = "queue.refused";
 const EFFECTS: &str = "receiver.effects";
 const LEDGER: &str = "receiver.ledger";
 
-static ON_SQLITE: &[Stage] = &[
-    Stage {
-        name: "keyed-pause-before-call.during-pause",
-        fields: &[
-            (MESSAGES, 1),
-            (ACKED, 1),
-            (DELIVERIES, 2),
-            (REPLIES, 1),
-            (REPLAYED, 0),
-            (EFFECTS, 1),
-        ],
-    },
-    Stage {
-        name: "keyed-pause-before-call.final",
-        fields: &[
-            (ACKED, 1),
-            (DELIVERIES, 2),
-            (REPLIES, 2),
-            (REPLAYED, 1),
-            (REFUSED, 1),
-            (EFFECTS, 1),
-            (LEDGER, 1),
-        ],
-    },
-    Stage {
-        name: "keyed-pause-after-call.during-pause",
-        fields: &[
-            (MESSAGES, 1),
-            (ACKED, 1),
-            (DELIVERIES, 2),
-            (REPLIES, 1),
-            (REPLAYED, 1),
-            (EFFECTS, 1),
-        ],
-    },
-    Stage {
-        name: "keyed-pause-after-call.final",
-        fields: &[
-            (ACKED, 1),
-            (DELIVERIES, 2),
-            (REPLIES, 2),
-            (REPLAYED, 1),
-            (REFUSED, 1),
-            (EFFECTS, 1),
-            (LEDGER, 1),
-        ],
-    },
-    Stage {
-        name: "unkeyed-pause-before-call.during-pause",
-        fields: &[
-            (MESSAGES, 1),
-            (ACKED, 1),
-            (DELIVERIES, 2),
-            (REPLIES, 1),
-            (REPLAYED, 0),
-            (EFFECTS, 1),
-        ],
-    },
-    Stage {
-        name: "unkeyed-pause-before-call.final",
-        fields: &[
-            (ACKED, 1),
-            (DELIVERIES, 2),
-            (REPLIES, 2),
-            (REPLAYED, 0),
-            (REFUSED, 1),
-            (EFFECTS, 2),
-            (LEDGER, 0),
-        ],
-    },
-    Stage {
-        name: "unkeyed-pause-after-call.during-pause",
-        fields: &[
-            (MESSAGES, 1),
-            (ACKED, 1),
-            (DELIVERIES, 2),
-            (REPLIES, 1),
-            (REPLAYED, 0),
-            (EFFECTS, 2),
-        ],
-    },
-    Stage {
-        name: "unkeyed-pause-after-call.final",
-        fields: &[
-            (ACKED, 1),
-            (DELIVERIES, 2),
-            (REPLIES, 2),
-            (REPLAYED, 0),
-            (REFUSED, 1),
-            (EFFECTS, 2),
-            (LEDGER, 0),
-        ],
-    },
-];
+/// The story's stages on one stack, from its fields while A is stopped and once it finished:
+/// a keyed call is replayed, not made again (one effect, one ledger row); an unkeyed one made
+/// twice is two effects.
+macro_rules! story {
+    ($during:ident, $final:ident) => {
+        &[
+            Stage {
+                name: "keyed-pause-before-call.during-pause",
+                fields: &$during(0, 1),
+            },
+            Stage {
+                name: "keyed-pause-before-call.final",
+                fields: &$final(1, 1, 1),
+            },
+            Stage {
+                name: "keyed-pause-after-call.during-pause",
+                fields: &$during(1, 1),
+            },
+            Stage {
+                name: "keyed-pause-after-call.final",
+                fields: &$final(1, 1, 1),
+            },
+            Stage {
+                name: "unkeyed-pause-before-call.during-pause",
+                fields: &$during(0, 1),
+            },
+            Stage {
+                name: "unkeyed-pause-before-call.final",
+                fields: &$final(0, 2, 0),
+            },
+            Stage {
+                name: "unkeyed-pause-after-call.during-pause",
+                fields: &$during(0, 2),
+            },
+            Stage {
+                name: "unkeyed-pause-after-call.final",
+                fields: &$final(0, 2, 0),
+            },
+        ]
+    };
+}
+
+/// On SQLite, while A is stopped: B replied once, acked, and replayed the call or not; the
+/// receiver holds `effects`.
+const fn sqlite_during(replayed: i64, effects: i64) -> [(&'static str, i64); 6] {
+    [
+        (MESSAGES, 1),
+        (ACKED, 1),
+        (DELIVERIES, 2),
+        (REPLIES, 1),
+        (REPLAYED, replayed),
+        (EFFECTS, effects),
+    ]
+}
+
+/// On SQLite, once A finished: both replied, A's ack refused; the receiver holds `effects`,
+/// its ledger `ledger` rows.
+const fn sqlite_final(replayed: i64, effects: i64, ledger: i64) -> [(&'static str, i64); 7] {
+    [
+        (ACKED, 1),
+        (DELIVERIES, 2),
+        (REPLIES, 2),
+        (REPLAYED, replayed),
+        (REFUSED, 1),
+        (EFFECTS, effects),
+        (LEDGER, ledger),
+    ]
+}
+
+static ON_SQLITE: &[Stage] = story!(sqlite_during, sqlite_final);
 
 const C_DELIVERIES: &str = "consumer.deliveries";
 const REDELIVERED: &str = "consumer.redelivered";
@@ -121,116 +97,38 @@ const C_REPLAYED: &str = "consumer.replayed";
 const C_ACKED: &str = "consumer.acked";
 const LOST: &str = "consumer.lost";
 
-static ON_SERVERS: &[Stage] = &[
-    Stage {
-        name: "keyed-pause-before-call.during-pause",
-        fields: &[
-            (C_DELIVERIES, 2),
-            (REDELIVERED, 1),
-            (C_REPLIES, 1),
-            (C_REPLAYED, 0),
-            (C_ACKED, 1),
-            (LOST, 0),
-            (MESSAGES, 0),
-            (EFFECTS, 1),
-        ],
-    },
-    Stage {
-        name: "keyed-pause-before-call.final",
-        fields: &[
-            (C_DELIVERIES, 2),
-            (REDELIVERED, 1),
-            (C_REPLIES, 2),
-            (C_REPLAYED, 1),
-            (C_ACKED, 1),
-            (LOST, 1),
-            (MESSAGES, 0),
-            (EFFECTS, 1),
-            (LEDGER, 1),
-        ],
-    },
-    Stage {
-        name: "keyed-pause-after-call.during-pause",
-        fields: &[
-            (C_DELIVERIES, 2),
-            (REDELIVERED, 1),
-            (C_REPLIES, 1),
-            (C_REPLAYED, 1),
-            (C_ACKED, 1),
-            (LOST, 0),
-            (MESSAGES, 0),
-            (EFFECTS, 1),
-        ],
-    },
-    Stage {
-        name: "keyed-pause-after-call.final",
-        fields: &[
-            (C_DELIVERIES, 2),
-            (REDELIVERED, 1),
-            (C_REPLIES, 2),
-            (C_REPLAYED, 1),
-            (C_ACKED, 1),
-            (LOST, 1),
-            (MESSAGES, 0),
-            (EFFECTS, 1),
-            (LEDGER, 1),
-        ],
-    },
-    Stage {
-        name: "unkeyed-pause-before-call.during-pause",
-        fields: &[
-            (C_DELIVERIES, 2),
-            (REDELIVERED, 1),
-            (C_REPLIES, 1),
-            (C_REPLAYED, 0),
-            (C_ACKED, 1),
-            (LOST, 0),
-            (MESSAGES, 0),
-            (EFFECTS, 1),
-        ],
-    },
-    Stage {
-        name: "unkeyed-pause-before-call.final",
-        fields: &[
-            (C_DELIVERIES, 2),
-            (REDELIVERED, 1),
-            (C_REPLIES, 2),
-            (C_REPLAYED, 0),
-            (C_ACKED, 1),
-            (LOST, 1),
-            (MESSAGES, 0),
-            (EFFECTS, 2),
-            (LEDGER, 0),
-        ],
-    },
-    Stage {
-        name: "unkeyed-pause-after-call.during-pause",
-        fields: &[
-            (C_DELIVERIES, 2),
-            (REDELIVERED, 1),
-            (C_REPLIES, 1),
-            (C_REPLAYED, 0),
-            (C_ACKED, 1),
-            (LOST, 0),
-            (MESSAGES, 0),
-            (EFFECTS, 2),
-        ],
-    },
-    Stage {
-        name: "unkeyed-pause-after-call.final",
-        fields: &[
-            (C_DELIVERIES, 2),
-            (REDELIVERED, 1),
-            (C_REPLIES, 2),
-            (C_REPLAYED, 0),
-            (C_ACKED, 1),
-            (LOST, 1),
-            (MESSAGES, 0),
-            (EFFECTS, 2),
-            (LEDGER, 0),
-        ],
-    },
-];
+/// On the servers, while A is stopped: the message redelivered to B, which replied once,
+/// acked, and replayed the call or not; the receiver holds `effects`.
+const fn servers_during(replayed: i64, effects: i64) -> [(&'static str, i64); 8] {
+    [
+        (C_DELIVERIES, 2),
+        (REDELIVERED, 1),
+        (C_REPLIES, 1),
+        (C_REPLAYED, replayed),
+        (C_ACKED, 1),
+        (LOST, 0),
+        (MESSAGES, 0),
+        (EFFECTS, effects),
+    ]
+}
+
+/// On the servers, once A finished: both replied, A's ack did nothing; the receiver holds
+/// `effects`, its ledger `ledger` rows.
+const fn servers_final(replayed: i64, effects: i64, ledger: i64) -> [(&'static str, i64); 9] {
+    [
+        (C_DELIVERIES, 2),
+        (REDELIVERED, 1),
+        (C_REPLIES, 2),
+        (C_REPLAYED, replayed),
+        (C_ACKED, 1),
+        (LOST, 1),
+        (MESSAGES, 0),
+        (EFFECTS, effects),
+        (LEDGER, ledger),
+    ]
+}
+
+static ON_SERVERS: &[Stage] = story!(servers_during, servers_final);
 
 /// The stages of `stack`.
 pub const fn of(stack: Stack) -> &'static [Stage] {
