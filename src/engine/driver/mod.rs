@@ -17,7 +17,7 @@ use crate::engine::observed::ScenarioFindings;
 use crate::engine::process;
 use crate::engine::report;
 use crate::engine::scenario::Scenario;
-use crate::engine::state::{self, FileRow};
+use crate::engine::state::{self, FileRow, SnapshotOf};
 use crate::engine::LabStack;
 use crate::fail;
 use crate::power::profile::Profile;
@@ -259,10 +259,7 @@ fn execute(
                 .collect();
             let frozen = freeze::freeze(&live)?;
             let mut rows = lab.store.snapshot_cached(
-                work.path(),
-                lab.databases,
-                &scenario.name,
-                &step.name,
+                &SnapshotOf::new(work.path(), lab.databases, &scenario.name, &step.name),
                 &mut logical_cache,
             );
             drop(frozen);
@@ -305,10 +302,7 @@ fn execute(
         // Every process of the scenario has ended: the state it leaves, which a kept
         // database must show.
         let end = lab.store.snapshot_cached(
-            work.path(),
-            lab.databases,
-            &scenario.name,
-            state::END,
+            &SnapshotOf::new(work.path(), lab.databases, &scenario.name, state::END),
             &mut logical_cache,
         )?;
         for slot in slots {

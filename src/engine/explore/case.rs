@@ -16,6 +16,7 @@ use crate::engine::explore::plan::{Counts, ExplorePlan};
 use crate::engine::explore::steps::{Crash, Env, Forked, Prefix, StepRecord, Steps};
 use crate::engine::jepsen::{self, Found};
 use crate::engine::nemesis::POWER_CUTS_NAME;
+use crate::engine::state::SnapshotOf;
 use crate::events::Event;
 
 /// Recovery rounds before a case counts as stuck: one is enough for every design of the
@@ -255,9 +256,9 @@ pub fn finish(
             .with_context(|| format!("keeping {POWER_CUTS_NAME} of {rel}"))?;
     }
     // The files as recovery left them: sizes, raw and logical digests.
-    let rows = env
-        .store
-        .snapshot_settled(&work, plan.databases(), rel, "final")?;
+    let rows =
+        env.store
+            .snapshot_settled(&SnapshotOf::new(&work, plan.databases(), rel, "final"))?;
     evidence::write_json(dir, evidence::DATABASE_FILES, &rows)?;
     if matches!(status, Status::Breaks | Status::Error) {
         let existing: Vec<&str> = plan

@@ -45,6 +45,53 @@ pub struct FileRow {
     pub frozen: Vec<String>,
 }
 
+/// What a snapshot is of: stores `names` of the work directory `work`, after `step` of
+/// `scenario` (the fields its rows carry).
+#[derive(Debug, Clone, Copy)]
+pub struct SnapshotOf<'a> {
+    pub work: &'a Path,
+    pub names: &'a [&'a str],
+    pub scenario: &'a str,
+    pub step: &'a str,
+}
+
+impl<'a> SnapshotOf<'a> {
+    pub fn new(work: &'a Path, names: &'a [&'a str], scenario: &'a str, step: &'a str) -> Self {
+        SnapshotOf {
+            work,
+            names,
+            scenario,
+            step,
+        }
+    }
+
+    /// The same moment, of store `names` only.
+    pub fn only(&self, names: &'a [&'a str]) -> Self {
+        SnapshotOf { names, ..*self }
+    }
+
+    /// A row of this snapshot about `file`, with no background step frozen.
+    pub fn row(
+        &self,
+        file: String,
+        exists: bool,
+        bytes: u64,
+        sha256: Option<String>,
+        logical_sha256: Option<String>,
+    ) -> FileRow {
+        FileRow {
+            scenario: self.scenario.to_string(),
+            after_step: self.step.to_string(),
+            file,
+            exists,
+            bytes,
+            sha256,
+            logical_sha256,
+            frozen: Vec::new(),
+        }
+    }
+}
+
 /// `after_step` of the rows taken once every process of a scenario has ended: the state a
 /// kept database (`--keep-db`) must show.
 pub const END: &str = "<end>";
@@ -108,38 +155,22 @@ pub trait StateStore: Sync {
     /// rows list them after the store's own row.
     fn side_suffixes(&self) -> &'static [&'static str];
 
-    /// The rows after one step: for each store in `names`, its own row (also when it does
+    /// The rows after one step: for each store in `of.names`, its own row (also when it does
     /// not exist yet), then one row per side file that exists. `cache` carries logical
     /// digests from earlier snapshots of the same run.
-    fn snapshot_cached(
-        &self,
-        work: &Path,
-        names: &[&str],
-        scenario: &str,
-        step: &str,
-        cache: &mut Cache,
-    ) -> Result<Vec<FileRow>>;
+    fn snapshot_cached(&self, of: &SnapshotOf<'_>, cache: &mut Cache) -> Result<Vec<FileRow>>;
 
     /// As `snapshot_cached`, with nothing remembered from earlier snapshots.
-    fn snapshot(
-        &self,
-        work: &Path,
-        names: &[&str],
-        scenario: &str,
-        step: &str,
-    ) -> Result<Vec<FileRow>> {
-        self.snapshot_cached(work, names, scenario, step, &mut Cache::new())
+    fn snapshot(&self, of: &SnapshotOf<'_>) -> Result<Vec<FileRow>> {
+        self.snapshot_cached(of, &mut Cache::new())
     }
 
     /// As `snapshot`, for a work directory where nothing runs any more (a settled explore
-    /// case): the store may read its content in place instead of from a private copy.
-    fn snapshot_settled(
-        &self,
-        work: &Path,
-        names: &[&str],
-        scenario: &str,
-        step: &str,
-    ) -> Result<Vec<FileRow>>;
+    /// case): the store may read its content in place instead of from a private copy; one
+    /// that reads no private copy reads it as `snapshot` does.
+    fn snapshot_settled(&self, of: &SnapshotOf<'_>) -> Result<Vec<FileRow>> {
+        self.snapshot(of)
+    }
 
     /// The logical digest of store `name`: its content, not its layout, read without
     /// changing anything of it.

@@ -4,7 +4,7 @@ use std::path::Path;
 
 use rusqlite::Connection;
 
-use super::{sha256_file, Cache, FileRow, Part, SQLITE};
+use super::{sha256_file, Cache, FileRow, Part, SnapshotOf, SQLITE};
 
 /// A WAL database at `work/name` with `rows` rows in table `t`, its commits left in the WAL:
 /// the connection is returned open, so nothing is checkpointed into the file.
@@ -47,7 +47,12 @@ fn snapshot_lists_each_database_then_its_side_files() {
     let work = tempfile::tempdir().unwrap();
     let _open = wal_db(work.path(), "a.db", 4096, 5);
     let rows = SQLITE
-        .snapshot(work.path(), &["a.db", "missing.db"], "seed", "business")
+        .snapshot(&SnapshotOf::new(
+            work.path(),
+            &["a.db", "missing.db"],
+            "seed",
+            "business",
+        ))
         .unwrap();
     let files: Vec<&str> = rows.iter().map(|r| r.file.as_str()).collect();
     // The -shm index lies there too (the connection is open) but is never recorded.
@@ -116,10 +121,16 @@ fn a_snapshot_reuses_the_digest_of_an_unchanged_file() {
     rollback_db(&work.path().join("a.db"), 4096, 3);
     let mut cache = Cache::new();
     let first = SQLITE
-        .snapshot_cached(work.path(), &["a.db"], "s", "one", &mut cache)
+        .snapshot_cached(
+            &SnapshotOf::new(work.path(), &["a.db"], "s", "one"),
+            &mut cache,
+        )
         .unwrap();
     let second = SQLITE
-        .snapshot_cached(work.path(), &["a.db"], "s", "two", &mut cache)
+        .snapshot_cached(
+            &SnapshotOf::new(work.path(), &["a.db"], "s", "two"),
+            &mut cache,
+        )
         .unwrap();
     assert_eq!(cache.len(), 1, "one content, one digest taken");
     assert_eq!(first[0].logical_sha256, second[0].logical_sha256);
@@ -131,7 +142,9 @@ fn keep_folds_the_wal_into_one_file_with_the_same_rows() {
     let work = tempfile::tempdir().unwrap();
     let to = tempfile::tempdir().unwrap();
     let open = wal_db(work.path(), "a.db", 4096, 7);
-    let before: Vec<FileRow> = SQLITE.snapshot(work.path(), &["a.db"], "s", "end").unwrap();
+    let before: Vec<FileRow> = SQLITE
+        .snapshot(&SnapshotOf::new(work.path(), &["a.db"], "s", "end"))
+        .unwrap();
     let kept = SQLITE.keep(work.path(), "a.db", to.path()).unwrap();
     assert_eq!(
         kept, before[0].logical_sha256,
@@ -152,7 +165,9 @@ fn keep_folds_the_wal_into_one_file_with_the_same_rows() {
         .unwrap();
     assert_eq!(n, 7);
     // The work directory is as it was.
-    let after = SQLITE.snapshot(work.path(), &["a.db"], "s", "end").unwrap();
+    let after = SQLITE
+        .snapshot(&SnapshotOf::new(work.path(), &["a.db"], "s", "end"))
+        .unwrap();
     assert_eq!(before, after);
     // The audit's digest of the kept bytes agrees, and of the original file with its WAL.
     let bytes = std::fs::read(to.path().join("a.db")).unwrap();
@@ -176,7 +191,9 @@ fn keep_keeps_a_file_that_is_not_a_database_as_its_bytes() {
     assert_eq!(SQLITE.keep(work.path(), "a.db", to.path()).unwrap(), None);
     assert_eq!(std::fs::read(to.path().join("a.db")).unwrap(), text);
     assert_eq!(std::fs::read_dir(to.path()).unwrap().count(), 1);
-    let rows = SQLITE.snapshot(work.path(), &["a.db"], "s", "x").unwrap();
+    let rows = SQLITE
+        .snapshot(&SnapshotOf::new(work.path(), &["a.db"], "s", "x"))
+        .unwrap();
     assert!(rows[0].exists && rows[0].logical_sha256.is_none());
 }
 

@@ -11,7 +11,7 @@ use anyhow::Result;
 
 use super::schema::CONSUMER;
 use crate::engine::state::server::ServerStore;
-use crate::engine::state::{Cache, FileRow, Part, StateStore, SQLITE};
+use crate::engine::state::{Cache, FileRow, Part, SnapshotOf, StateStore, SQLITE};
 
 pub struct Mixed;
 
@@ -46,6 +46,18 @@ fn owner<'a>(file: &str, names: &[&'a str]) -> Option<&'a str> {
         .find(|n| file == *n || (is_file(n) && file.starts_with(*n)))
 }
 
+/// The rows of each name in turn, each taken by its own kind of store.
+fn each(
+    snap: &SnapshotOf<'_>,
+    mut take: impl FnMut(&dyn StateStore, &SnapshotOf<'_>) -> Result<Vec<FileRow>>,
+) -> Result<Vec<FileRow>> {
+    let mut rows = Vec::new();
+    for name in snap.names {
+        rows.extend(take(of(name), &snap.only(std::slice::from_ref(name)))?);
+    }
+    Ok(rows)
+}
+
 impl StateStore for Mixed {
     fn kind(&self) -> &'static str {
         "server"
@@ -55,35 +67,12 @@ impl StateStore for Mixed {
         SQLITE.side_suffixes()
     }
 
-    fn snapshot_cached(
-        &self,
-        work: &Path,
-        names: &[&str],
-        scenario: &str,
-        step: &str,
-        cache: &mut Cache,
-    ) -> Result<Vec<FileRow>> {
-        let mut rows = Vec::new();
-        for name in names {
-            let one = [*name];
-            rows.extend(of(name).snapshot_cached(work, &one, scenario, step, cache)?);
-        }
-        Ok(rows)
+    fn snapshot_cached(&self, snap: &SnapshotOf<'_>, cache: &mut Cache) -> Result<Vec<FileRow>> {
+        each(snap, |store, one| store.snapshot_cached(one, cache))
     }
 
-    fn snapshot_settled(
-        &self,
-        work: &Path,
-        names: &[&str],
-        scenario: &str,
-        step: &str,
-    ) -> Result<Vec<FileRow>> {
-        let mut rows = Vec::new();
-        for name in names {
-            let one = [*name];
-            rows.extend(of(name).snapshot_settled(work, &one, scenario, step)?);
-        }
-        Ok(rows)
+    fn snapshot_settled(&self, snap: &SnapshotOf<'_>) -> Result<Vec<FileRow>> {
+        each(snap, |store, one| store.snapshot_settled(one))
     }
 
     fn logical_digest(&self, work: &Path, name: &str) -> Result<String> {

@@ -15,7 +15,7 @@ use crate::engine::load::pipeline::Outcome;
 use crate::engine::load::profile::{LoadProfile, Verdict};
 use crate::engine::load::server_kills::ServerKill;
 use crate::engine::nemesis::POWER_CUTS_NAME;
-use crate::engine::state::SQLITE;
+use crate::engine::state::{SnapshotOf, SQLITE};
 use crate::engine::LabStack;
 use crate::store;
 
@@ -157,7 +157,7 @@ pub fn write_evidence(
         .map(|db| format!("db/{db}"))
         .collect();
     let databases: Vec<&str> = databases.iter().map(String::as_str).collect();
-    let rows = SQLITE.snapshot(dir, &databases, "chaos", "final")?;
+    let rows = SQLITE.snapshot(&SnapshotOf::new(dir, &databases, "chaos", "final"))?;
     evidence::write_database_files(dir, &rows)?;
     evidence::write_json(dir, "chaos.json", report)?;
     evidence::write_json(dir, "kills.json", &outcome.kills)?;

@@ -13,7 +13,7 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 
-use super::{Cache, FileRow, Part, StateStore};
+use super::{Cache, FileRow, Part, SnapshotOf, StateStore};
 use crate::stackfile::{self, StackFile};
 use crate::store::Schema;
 
@@ -88,42 +88,16 @@ impl StateStore for ServerStore {
         &[]
     }
 
-    fn snapshot_cached(
-        &self,
-        work: &Path,
-        names: &[&str],
-        scenario: &str,
-        step: &str,
-        _cache: &mut Cache,
-    ) -> Result<Vec<FileRow>> {
-        let file = stackfile::read(work)?;
-        let mut rows = Vec::with_capacity(names.len());
-        for name in names {
+    fn snapshot_cached(&self, of: &SnapshotOf<'_>, _cache: &mut Cache) -> Result<Vec<FileRow>> {
+        let file = stackfile::read(of.work)?;
+        let mut rows = Vec::with_capacity(of.names.len());
+        for name in of.names {
             let (exists, logical) = self.state(&file, name)?;
-            rows.push(FileRow {
-                scenario: scenario.to_string(),
-                after_step: step.to_string(),
-                file: name.to_string(),
-                exists,
-                bytes: 0,
-                sha256: None,
-                logical_sha256: logical,
-                frozen: Vec::new(),
-            });
+            rows.push(of.row(name.to_string(), exists, 0, None, logical));
         }
         // Postcondition: one row per store, in the order of `names`.
-        debug_assert_eq!(rows.len(), names.len());
+        debug_assert_eq!(rows.len(), of.names.len());
         Ok(rows)
-    }
-
-    fn snapshot_settled(
-        &self,
-        work: &Path,
-        names: &[&str],
-        scenario: &str,
-        step: &str,
-    ) -> Result<Vec<FileRow>> {
-        self.snapshot_cached(work, names, scenario, step, &mut Cache::new())
     }
 
     fn logical_digest(&self, work: &Path, name: &str) -> Result<String> {

@@ -12,7 +12,7 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use rusqlite::{Connection, OpenFlags};
 
-use super::{sha256_file, Cache, FileRow, Part, StateStore};
+use super::{sha256_file, Cache, FileRow, Part, SnapshotOf, StateStore};
 
 mod audit;
 mod digest;
@@ -40,32 +40,12 @@ impl StateStore for Sqlite {
         SIDE_SUFFIXES
     }
 
-    fn snapshot_cached(
-        &self,
-        work: &Path,
-        names: &[&str],
-        scenario: &str,
-        step: &str,
-        cache: &mut Cache,
-    ) -> Result<Vec<FileRow>> {
-        rows(work, names, scenario, step, cache, Read::Copy)
+    fn snapshot_cached(&self, of: &SnapshotOf<'_>, cache: &mut Cache) -> Result<Vec<FileRow>> {
+        rows(of, cache, Read::Copy)
     }
 
-    fn snapshot_settled(
-        &self,
-        work: &Path,
-        names: &[&str],
-        scenario: &str,
-        step: &str,
-    ) -> Result<Vec<FileRow>> {
-        rows(
-            work,
-            names,
-            scenario,
-            step,
-            &mut Cache::new(),
-            Read::InPlace,
-        )
+    fn snapshot_settled(&self, of: &SnapshotOf<'_>) -> Result<Vec<FileRow>> {
+        rows(of, &mut Cache::new(), Read::InPlace)
     }
 
     fn logical_digest(&self, work: &Path, name: &str) -> Result<String> {
@@ -158,31 +138,11 @@ enum Read {
     InPlace,
 }
 
-fn rows(
-    work: &Path,
-    names: &[&str],
-    scenario: &str,
-    step: &str,
-    cache: &mut Cache,
-    read: Read,
-) -> Result<Vec<FileRow>> {
+fn rows(of: &SnapshotOf<'_>, cache: &mut Cache, read: Read) -> Result<Vec<FileRow>> {
+    let SnapshotOf { work, names, .. } = *of;
     let mut rows = Vec::with_capacity(names.len());
     for db in names {
         let path = work.join(db);
-        let row = |file: String,
-                   exists: bool,
-                   bytes: u64,
-                   sha256: Option<String>,
-                   logical: Option<String>| FileRow {
-            scenario: scenario.to_string(),
-            after_step: step.to_string(),
-            file,
-            exists,
-            bytes,
-            sha256,
-            logical_sha256: logical,
-            frozen: Vec::new(),
-        };
         if path.is_file() {
             let (bytes, sha) = sha256_file(&path)?;
             // One file with its WAL or journal is one content: the key is their raw digests.
@@ -199,15 +159,15 @@ fn rows(
                 Read::Copy => logical_sha256_of_copy(&path).ok(),
                 Read::InPlace => logical_sha256(&path).ok(),
             });
-            rows.push(row(db.to_string(), true, bytes, Some(sha), logical));
+            rows.push(of.row(db.to_string(), true, bytes, Some(sha), logical));
         } else {
-            rows.push(row(db.to_string(), false, 0, None, None));
+            rows.push(of.row(db.to_string(), false, 0, None, None));
         }
         for suffix in SIDE_SUFFIXES {
             let side = work.join(format!("{db}{suffix}"));
             if side.is_file() {
                 let (bytes, sha) = sha256_file(&side)?;
-                rows.push(row(format!("{db}{suffix}"), true, bytes, Some(sha), None));
+                rows.push(of.row(format!("{db}{suffix}"), true, bytes, Some(sha), None));
             }
         }
     }
