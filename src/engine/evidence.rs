@@ -40,6 +40,29 @@ pub struct Process {
     pub timed_out: bool,
 }
 
+/// The tests' chaos process: step `step` of scenario `chaos`, ended with `exit` (the exit
+/// it was expected to have) and `signal`, with nothing else recorded of it.
+#[cfg(test)]
+impl Process {
+    pub fn chaos(step: &str, argv: Vec<String>, exit: i32, signal: Option<i32>) -> Process {
+        Process {
+            scenario: "chaos".into(),
+            step: step.into(),
+            argv,
+            expected_exit: exit,
+            exit,
+            signal,
+            crash_point: None,
+            crash_mode: None,
+            stdout: String::new(),
+            stderr: String::new(),
+            wall_ms: 1.0,
+            max_rss_kb: 1,
+            timed_out: false,
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Git {

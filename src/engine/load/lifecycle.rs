@@ -75,21 +75,8 @@ mod tests {
     use super::*;
 
     fn record(signal: Option<i32>, exit: i32) -> Process {
-        Process {
-            scenario: "chaos".into(),
-            step: "consumer-c1.1".into(),
-            argv: vec!["crashlab".into(), "consumer".into(), "--queue".into()],
-            expected_exit: exit,
-            exit,
-            signal,
-            crash_point: None,
-            crash_mode: None,
-            stdout: String::new(),
-            stderr: String::new(),
-            wall_ms: 1.0,
-            max_rss_kb: 1,
-            timed_out: false,
-        }
+        let argv = vec!["crashlab".into(), "consumer".into(), "--queue".into()];
+        Process::chaos("consumer-c1.1", argv, exit, signal)
     }
 
     fn start(role: &str) -> Event {

@@ -8,7 +8,7 @@
 //! SQL is an upstream putting messages straight on the queue; its ids are not held to rows.
 
 use super::amqp::Op;
-use super::scene::{may_precede, publishes, surely_precedes, Proc};
+use super::scene::{may_precede, publishes, sql, surely_precedes, Proc};
 
 /// (process index, finding) pairs.
 pub type Found = Vec<(usize, String)>;
@@ -77,17 +77,9 @@ fn committed_inserts(p: &Proc) -> Vec<(usize, &str)> {
     let mut open: std::collections::BTreeMap<&str, Vec<(usize, &str)>> = Default::default();
     let mut done = Vec::new();
     for (i, line) in p.lines.iter().enumerate() {
-        let Some(rest) = line.strip_prefix("SQL ") else {
+        let Some((db, statement, verb)) = sql(line) else {
             continue;
         };
-        let Some((db, statement)) = rest.split_once(' ') else {
-            continue;
-        };
-        let verb = statement
-            .split(' ')
-            .next()
-            .unwrap_or("")
-            .to_ascii_uppercase();
         match verb.as_str() {
             "BEGIN" => {
                 open.insert(db, Vec::new());

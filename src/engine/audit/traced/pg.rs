@@ -13,7 +13,7 @@
 
 use std::collections::BTreeMap;
 
-use super::scene::{surely_precedes, Proc};
+use super::scene::{sql, surely_precedes, Proc};
 
 pub type Found = Vec<(usize, String)>;
 
@@ -102,15 +102,10 @@ pub fn in_process(p: &Proc) -> Vec<(usize, String)> {
     let mut waiting: BTreeMap<String, (usize, i64)> = BTreeMap::new();
     for (i, line) in p.lines.iter().enumerate() {
         let at = i + 1;
-        if let Some(rest) = line.strip_prefix("SQL ") {
-            let Some((db, statement)) = rest.split_once(' ') else {
+        if line.starts_with("SQL ") {
+            let Some((db, statement, verb)) = sql(line) else {
                 continue;
             };
-            let verb = statement
-                .split(' ')
-                .next()
-                .unwrap_or("")
-                .to_ascii_uppercase();
             match verb.as_str() {
                 "BEGIN" => {
                     transactions += 1;

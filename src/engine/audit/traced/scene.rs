@@ -41,6 +41,18 @@ impl Proc {
     }
 }
 
+/// A traced `SQL <db> <statement>` line: its database, its statement and the statement's
+/// verb in upper case (`BEGIN`, `INSERT`); none for any other line.
+pub fn sql(line: &str) -> Option<(&str, &str, String)> {
+    let (db, statement) = line.strip_prefix("SQL ")?.split_once(' ')?;
+    let verb = statement
+        .split(' ')
+        .next()
+        .unwrap_or("")
+        .to_ascii_uppercase();
+    Some((db, statement, verb))
+}
+
 /// Whether line `a` of process `p` may have run before line `b` of process `q`: in one
 /// process, by line order; two foreground steps, by step order (the driver runs one after
 /// the other); with a background step, whenever their lives overlap.

@@ -9,21 +9,7 @@ struct Args {
 }
 
 fn process(step: &str, exit: i32, signal: Option<i32>) -> Process {
-    Process {
-        scenario: "chaos".into(),
-        step: step.into(),
-        argv: Vec::new(),
-        expected_exit: exit,
-        exit,
-        signal,
-        crash_point: None,
-        crash_mode: None,
-        stdout: String::new(),
-        stderr: String::new(),
-        wall_ms: 1.0,
-        max_rss_kb: 1,
-        timed_out: false,
-    }
+    Process::chaos(step, Vec::new(), exit, signal)
 }
 
 /// A run of 40 messages with one broker kill (seed 3) that took consumer-c1.1 down.
