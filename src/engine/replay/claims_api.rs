@@ -23,8 +23,9 @@ pub struct LabReplay {
     pub raw_replies: &'static [&'static str],
     /// The first word of each line its roles print, besides `SQL`, `COMMITTED`, a
     /// readback's JSON and the crash lines (`POINT`, `CRASH`, `NOT-REACHED`). A role that
-    /// prints a new kind of line adds it here; the audit names any other line.
-    pub lines: &'static [&'static str],
+    /// prints a new kind of line adds it here; the audit names any other line. In lists, so
+    /// that a lab running another lab's roles names their lines by that lab's own list.
+    pub lines: &'static [&'static [&'static str]],
     /// Its roles' printed claims (counts, DUPLICATE lines, replies) against what their
     /// replayed statements did: called for each process of a replayed scenario, reports
     /// through `RoleClaims::say` (`none`: nothing to check).

@@ -27,7 +27,7 @@ pub const AMQP: &str = "AMQP";
 /// Is `word` the first word of a line a role of `lab` prints (besides `SQL` and `COMMITTED`)?
 pub fn known(lab: &crate::engine::LabStack, word: &str) -> bool {
     KINDS.contains(&word)
-        || lab.replay.lines.contains(&word)
+        || lab.replay.lines.iter().any(|l| l.contains(&word))
         || (word == AMQP && lab.stack.is_some_and(|s| !s.queues.is_empty()))
 }
 

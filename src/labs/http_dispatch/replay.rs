@@ -12,6 +12,11 @@ use crate::engine::replay::Problems;
 use crate::labs::http_dispatch::roles::{Dispatcher, Post, Receiver};
 use crate::role::Role;
 
+/// The lines the receiver prints.
+pub const RECEIVER_LINES: &[&str] = &[
+    "READY", "REQUEST", "ACCEPT", "STOPPED", "EXPIRED", "RECEIVER",
+];
+
 /// What the replay needs to know of this lab's roles.
 pub const REPLAY: LabReplay = LabReplay {
     // The receiver serves requests on several workers.
@@ -19,21 +24,18 @@ pub const REPLAY: LabReplay = LabReplay {
     // The raw client prints the reply's status, then its headers and body as they came.
     raw_replies: &[Post::NAME],
     lines: &[
-        "READY",
-        "REQUEST",
-        "ACCEPT",
-        "STOPPED",
-        "EXPIRED",
-        "LOCKED",
-        "WAITING",
-        "RECEIVER",
-        "RESPONSE",
-        "UNKNOWN",
-        "RESEND",
-        "HELD",
-        "REPAIR",
-        "DISPATCHED",
-        "ALREADY",
+        RECEIVER_LINES,
+        &[
+            "LOCKED",
+            "WAITING",
+            "RESPONSE",
+            "UNKNOWN",
+            "RESEND",
+            "HELD",
+            "REPAIR",
+            "DISPATCHED",
+            "ALREADY",
+        ],
     ],
     claims,
 };

@@ -29,7 +29,7 @@ const LINES: [&str; 7] = [
 pub const ON_SQLITE: LabReplay = LabReplay {
     threaded: &[],
     raw_replies: &[],
-    lines: &LINES,
+    lines: &[&LINES],
     claims,
 };
 
@@ -37,9 +37,7 @@ pub const ON_SQLITE: LabReplay = LabReplay {
 pub const ON_SERVERS: LabReplay = LabReplay {
     threaded: &[],
     raw_replies: &[],
-    lines: &[
-        LINES[0], LINES[1], LINES[2], LINES[3], LINES[4], LINES[5], LINES[6], "DECLARED", "AMQP",
-    ],
+    lines: &[&LINES, &["DECLARED", "AMQP"]],
     claims: none,
 };
 

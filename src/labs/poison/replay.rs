@@ -13,7 +13,7 @@ use crate::role::Role;
 pub const REPLAY: LabReplay = LabReplay {
     threaded: &[],
     raw_replies: &[],
-    lines: &[
+    lines: &[&[
         "PRODUCED",
         "CONSUMED",
         "STALLED",
@@ -21,7 +21,7 @@ pub const REPLAY: LabReplay = LabReplay {
         "DUPLICATE",
         "REPLAYED",
         "ALREADY",
-    ],
+    ]],
     claims,
 };
 

@@ -6,6 +6,7 @@ use rusqlite::types::Value;
 
 use super::roles::{Consumer, RECEIVER};
 use crate::engine::replay::claims_api::{other_lines, statements, LabReplay, Proc, RoleClaims};
+use crate::labs::http_dispatch::replay::RECEIVER_LINES;
 use crate::role::Role;
 
 pub const ON_SQLITE: LabReplay = LabReplay {
@@ -13,20 +14,16 @@ pub const ON_SQLITE: LabReplay = LabReplay {
     threaded: &[RECEIVER],
     raw_replies: &[],
     lines: &[
-        // Lab 13's receiver.
-        "READY",
-        "REQUEST",
-        "ACCEPT",
-        "STOPPED",
-        "EXPIRED",
-        "RECEIVER",
+        RECEIVER_LINES,
         // This lab's roles.
-        "ALREADY",
-        "EMPTY",
-        "WAITING",
-        "RESPONSE",
-        "ACKED",
-        "LEASE-LOST",
+        &[
+            "ALREADY",
+            "EMPTY",
+            "WAITING",
+            "RESPONSE",
+            "ACKED",
+            "LEASE-LOST",
+        ],
     ],
     claims,
 };
@@ -37,23 +34,19 @@ pub const ON_SERVERS: LabReplay = LabReplay {
     threaded: &[RECEIVER],
     raw_replies: &[],
     lines: &[
-        // Lab 13's receiver.
-        "READY",
-        "REQUEST",
-        "ACCEPT",
-        "STOPPED",
-        "EXPIRED",
-        "RECEIVER",
+        RECEIVER_LINES,
         // This lab's roles.
-        "ENQUEUED",
-        "CONNECTED",
-        "EMPTY",
-        "WAITING",
-        "RESPONSE",
-        "ACKED",
-        "CHANNEL-LOST",
-        "DECLARED",
-        "AMQP",
+        &[
+            "ENQUEUED",
+            "CONNECTED",
+            "EMPTY",
+            "WAITING",
+            "RESPONSE",
+            "ACKED",
+            "CHANNEL-LOST",
+            "DECLARED",
+            "AMQP",
+        ],
     ],
     claims: receiver_claims,
 };

@@ -12,7 +12,7 @@ use crate::role::Role;
 pub const REPLAY: LabReplay = LabReplay {
     threaded: &[],
     raw_replies: &[],
-    lines: &[
+    lines: &[&[
         // PostgreSQL-only values, printed instead of traced.
         "SEQUENCE",
         "SEQUENCE-CREATED",
@@ -23,7 +23,7 @@ pub const REPLAY: LabReplay = LabReplay {
         "READ",
         "PUBLISHED",
         "ALREADY",
-    ],
+    ]],
     claims,
 };
 
