@@ -43,6 +43,21 @@ pub struct Schema {
     pub ddl: &'static str,
 }
 
+#[cfg(test)]
+impl Schema {
+    /// The columns each table of `tables` has once SQLite ran the DDL, in that order: a
+    /// server's DDL must run on SQLite too, where the audit loads its rows.
+    pub fn sqlite_columns(&self) -> Vec<Vec<String>> {
+        let conn = rusqlite::Connection::open_in_memory().unwrap();
+        conn.execute_batch(self.ddl)
+            .unwrap_or_else(|e| panic!("{}: {e}", self.db));
+        self.tables
+            .iter()
+            .map(|(table, _)| sqlite::table_columns(&conn, table).unwrap())
+            .collect()
+    }
+}
+
 pub enum Access {
     /// Open an existing file for writing; refuse a missing one.
     Write,

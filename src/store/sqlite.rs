@@ -332,7 +332,7 @@ fn tag(conn: &Connection) -> rusqlite::Result<(i64, i64, Vec<String>)> {
     Ok((app, version, tables))
 }
 
-fn table_columns(conn: &Connection, table: &str) -> rusqlite::Result<Vec<String>> {
+pub(super) fn table_columns(conn: &Connection, table: &str) -> rusqlite::Result<Vec<String>> {
     let mut stmt = conn.prepare("SELECT name FROM pragma_table_info(?1)")?;
     let columns = stmt
         .query_map([table], |row| row.get::<_, String>(0))?
