@@ -20,6 +20,14 @@ pub fn hex(bytes: &[u8]) -> String {
     text
 }
 
+/// Whether `text` is a SHA-256 as `hex` writes it: 64 lowercase hex digits.
+pub fn is_sha256(text: &str) -> bool {
+    text.len() == 64
+        && text
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+}
+
 /// Bytes as a line or a record shows them: printable ASCII as it is (the space too when
 /// `space`), a backslash doubled, every other byte `\xNN`. Nothing shown can end a line or
 /// carry a control byte, and the escaping can be undone.

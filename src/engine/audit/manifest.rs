@@ -4,20 +4,14 @@ use sha2::{Digest, Sha256};
 
 use super::tree::{plain, Tree};
 use super::Report;
-use crate::common::hex;
+use crate::common::{hex, is_sha256};
 use crate::engine::evidence::{self, Manifest};
-
-fn hex64(v: &str) -> bool {
-    v.len() == 64
-        && v.bytes()
-            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
-}
 
 /// Every listed file has its digest, and every file is listed; every digest, of a file or of
 /// a source, is a SHA-256 in lowercase hex.
 pub(super) fn check_files(report: &mut Report, tree: &Tree, manifest: &Manifest) {
     for (rel, digest) in &manifest.sources {
-        if !plain(rel) || !hex64(digest) {
+        if !plain(rel) || !is_sha256(digest) {
             report.problem(
                 evidence::MANIFEST,
                 format!("source {rel}: '{digest}' is not a path and a SHA-256 in hex"),

@@ -2,14 +2,7 @@
 //! so a row has no size and no raw digest; an existing store has a logical digest.
 
 use super::super::{FileRow, Part};
-
-fn hex64(v: &Option<String>) -> bool {
-    v.as_ref().is_some_and(|h| {
-        h.len() == 64
-            && h.bytes()
-                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
-    })
-}
+use crate::common::is_sha256;
 
 pub(super) fn row_problems(row: &FileRow, part: Part) -> Vec<String> {
     let mut problems = Vec::new();
@@ -20,7 +13,8 @@ pub(super) fn row_problems(row: &FileRow, part: Part) -> Vec<String> {
     if row.bytes != 0 || row.sha256.is_some() {
         problems.push("a server store has no size or raw digest".to_string());
     }
-    match (row.exists, hex64(&row.logical_sha256)) {
+    let digest = row.logical_sha256.as_deref().is_some_and(is_sha256);
+    match (row.exists, digest) {
         (true, false) => problems.push("exists but lacks a well-formed logical digest".to_string()),
         (false, _) if row.logical_sha256.is_some() => {
             problems.push("does not exist, yet has a digest".to_string())

@@ -4,17 +4,10 @@
 use std::collections::BTreeMap;
 
 use super::super::{FileRow, Part, StateStore};
+use crate::common::is_sha256;
 
 /// SHA-256 of no bytes: an empty side file's digest.
 const EMPTY_SHA256: &str = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
-
-fn hex64(v: &Option<String>) -> bool {
-    v.as_ref().is_some_and(|h| {
-        h.len() == 64
-            && h.bytes()
-                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
-    })
-}
 
 /// A database row has a size and both digests when it exists, none when it does not; a side
 /// file is listed only when it exists, with a size and a raw digest, and no logical digest.
@@ -29,7 +22,7 @@ pub(super) fn row_problems(row: &FileRow, part: Part) -> Vec<String> {
         }
         (false, false) => problems.push("a side file is listed only when it exists".to_string()),
         (true, _) => {
-            if !hex64(&row.sha256) {
+            if !row.sha256.as_deref().is_some_and(is_sha256) {
                 problems.push("exists but lacks a well-formed size or digest".to_string());
             }
             let empty = row.sha256.as_deref() == Some(EMPTY_SHA256);
@@ -40,7 +33,7 @@ pub(super) fn row_problems(row: &FileRow, part: Part) -> Vec<String> {
                     row.sha256.as_deref().unwrap_or("none")
                 ));
             }
-            if database && !hex64(&row.logical_sha256) {
+            if database && !row.logical_sha256.as_deref().is_some_and(is_sha256) {
                 problems.push("exists but lacks a well-formed size or digest".to_string());
             }
             if !database && row.logical_sha256.is_some() {
