@@ -21,6 +21,23 @@ const RECEIVER_2: &[At] = &[
 ];
 const INTENT_1: &[At] = &[At::of("intent.after-commit", &[1])];
 
+/// The intent's commit and every dispatcher point at both intents; the receiver's effect
+/// commits at these hits.
+const fn every_commit(before_effect: &'static [u32], after_effect: &'static [u32]) -> [At; 10] {
+    [
+        At::of("intent.after-commit", &[1]),
+        At::of("dispatcher.before-attempt-commit", &[1, 2]),
+        At::of("dispatcher.after-attempt-commit", &[1, 2]),
+        At::of("dispatcher.after-response", &[1, 2]),
+        At::of("dispatcher.before-receipt-commit", &[1, 2]),
+        At::of("dispatcher.after-receipt-commit", &[1, 2]),
+        At::of("dispatcher.before-history-commit", &[1, 2]),
+        At::of("dispatcher.after-history-commit", &[1, 2]),
+        At::of("receiver.before-effect-commit", before_effect),
+        At::of("receiver.after-effect-commit", after_effect),
+    ]
+}
+
 /// Every acknowledged commit a cut rolls back is a lost-write: each prediction here has one.
 const LOST_WRITE: &[Anomaly] = &[Anomaly::LostWrite];
 
@@ -84,38 +101,8 @@ pub static POWER_PREDICTIONS: &[Prediction] = &[
         says: JOURNAL_DELETE,
         hidden: JOURNAL_DELETE_HIDDEN,
     },
-    sync_off(
-        "sync-off/drop",
-        &[
-            At::of("intent.after-commit", &[1]),
-            At::of("dispatcher.before-attempt-commit", &[1, 2]),
-            At::of("dispatcher.after-attempt-commit", &[1, 2]),
-            At::of("dispatcher.after-response", &[1, 2]),
-            At::of("dispatcher.before-receipt-commit", &[1, 2]),
-            At::of("dispatcher.after-receipt-commit", &[1, 2]),
-            At::of("dispatcher.before-history-commit", &[1, 2]),
-            At::of("dispatcher.after-history-commit", &[1, 2]),
-            At::of("receiver.before-effect-commit", &[1, 2]),
-            At::of("receiver.after-effect-commit", &[1, 2]),
-        ],
-        ACK,
-    ),
-    sync_off(
-        "sync-off/torn",
-        &[
-            At::of("intent.after-commit", &[1]),
-            At::of("dispatcher.before-attempt-commit", &[1, 2]),
-            At::of("dispatcher.after-attempt-commit", &[1, 2]),
-            At::of("dispatcher.after-response", &[1, 2]),
-            At::of("dispatcher.before-receipt-commit", &[1, 2]),
-            At::of("dispatcher.after-receipt-commit", &[1, 2]),
-            At::of("dispatcher.before-history-commit", &[1, 2]),
-            At::of("dispatcher.after-history-commit", &[1, 2]),
-            At::of("receiver.before-effect-commit", &[2]),
-            At::of("receiver.after-effect-commit", &[1]),
-        ],
-        ACK,
-    ),
+    sync_off("sync-off/drop", &every_commit(&[1, 2], &[1, 2]), ACK),
+    sync_off("sync-off/torn", &every_commit(&[2], &[1]), ACK),
     sync_off(
         "sync-off/torn",
         &[

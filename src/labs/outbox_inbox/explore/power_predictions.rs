@@ -38,13 +38,16 @@ const LOST_WRITE_UNSEEN_G1A: &[Anomaly] = &[Anomaly::LostWrite, Anomaly::Unseen,
 
 /// The faulty upstream's enqueue of its redelivery, the commit the seeded cuts roll back.
 const ENQUEUE_1: &[At] = &[At::of("enqueue.after-commit", &[1])];
-/// Every publisher point, at both messages.
-const PUBLISHER: &[At] = &[
-    At::of("publisher.before-queue-commit", &[1, 2]),
-    At::of("publisher.after-queue-commit", &[1, 2]),
-    At::of("publisher.before-mark-sent", &[1, 2]),
-    At::of("publisher.after-mark-sent", &[1, 2]),
-];
+/// Every publisher point: the queue's commit of both messages, then of the messages `sent`,
+/// the mark before it at those, and the mark made at `marked`.
+const fn publisher(sent: &'static [u32], marked: &'static [u32]) -> [At; 4] {
+    [
+        At::of("publisher.before-queue-commit", &[1, 2]),
+        At::of("publisher.after-queue-commit", sent),
+        At::of("publisher.before-mark-sent", sent),
+        At::of("publisher.after-mark-sent", marked),
+    ]
+}
 /// Every consumer point at every hit it reaches, and the upstream's enqueue.
 const CONSUMER: &[At] = &[
     At::of("consumer.before-claim-commit", &[1, 2, 3]),
@@ -123,7 +126,12 @@ pub static POWER_PREDICTIONS: &[Prediction] = &[
     enqueue_lost("sync-normal/torn", SYNC_NORMAL, SYNC_NORMAL_HIDDEN),
     enqueue_lost("sync-normal/prefix", SYNC_NORMAL, SYNC_NORMAL_HIDDEN),
     enqueue_lost("journal-delete/drop", JOURNAL_DELETE, JOURNAL_DELETE_HIDDEN),
-    sync_off("sync-off/drop", PUBLISHER, ACK_DOUBLED, LOST_WRITE_G1A),
+    sync_off(
+        "sync-off/drop",
+        &publisher(&[1, 2], &[1, 2]),
+        ACK_DOUBLED,
+        LOST_WRITE_G1A,
+    ),
     sync_off("sync-off/drop", CONSUMER, ACK, LOST_WRITE),
     sync_off(
         "sync-off/torn",
@@ -154,12 +162,7 @@ pub static POWER_PREDICTIONS: &[Prediction] = &[
     ),
     sync_off(
         "sync-off/prefix",
-        &[
-            At::of("publisher.before-queue-commit", &[1, 2]),
-            At::of("publisher.after-queue-commit", &[1]),
-            At::of("publisher.before-mark-sent", &[1]),
-            At::of("publisher.after-mark-sent", &[1]),
-        ],
+        &publisher(&[1], &[1]),
         ACK_DOUBLED,
         LOST_WRITE_G1A,
     ),
@@ -204,12 +207,7 @@ pub static POWER_PREDICTIONS: &[Prediction] = &[
     ),
     exhaustive(
         "sync-off/exhaustive",
-        &[
-            At::of("publisher.before-queue-commit", &[1, 2]),
-            At::of("publisher.after-queue-commit", &[1, 2]),
-            At::of("publisher.before-mark-sent", &[1, 2]),
-            At::of("publisher.after-mark-sent", &[1]),
-        ],
+        &publisher(&[1, 2], &[1]),
         ACK_LOST_DOUBLED,
         LOST_WRITE_G1A,
         SYNC_OFF,
