@@ -87,39 +87,30 @@ const AUTO_ACK: [At; 2] = [
     At::of("consumer.after-ack", &[2]),
 ];
 
+/// auto-ack's break, the same under process crashes and under the server kills `variant` names.
+const fn auto_ack(variant: &'static str) -> Prediction {
+    Prediction {
+        variant,
+        at: &AUTO_ACK,
+        invariants: &[Invariant::NoLostEffect],
+        anomalies: &[Anomaly::Unseen],
+        says: "lost effect (acked on delivery, before it was applied)",
+        hidden: HIDDEN_BY_COPY,
+    }
+}
+
 /// On the servers under process crashes: only auto-ack breaks. async-commit, no-confirm and transient give up
 /// a guarantee only a server crash can take away, so they hold here (and are predicted to).
-pub static ON_SERVERS: &[Prediction] = &[Prediction {
-    variant: "auto-ack",
-    at: &AUTO_ACK,
-    invariants: &[Invariant::NoLostEffect],
-    anomalies: &[Anomaly::Unseen],
-    says: "lost effect (acked on delivery, before it was applied)",
-    hidden: HIDDEN_BY_COPY,
-}];
+pub static ON_SERVERS: &[Prediction] = &[auto_ack("auto-ack")];
 
 /// Under server kills (the role crashes at the point, then the engine SIGKILLs the server and
 /// restarts it): variant `<design>/<server>`; a design without an entry for a server holds.
 pub static SERVER_KILLS: &[Prediction] = &[
-    Prediction {
-        variant: "auto-ack/postgres",
-        at: &AUTO_ACK,
-        invariants: &[Invariant::NoLostEffect],
-        anomalies: &[Anomaly::Unseen],
-        says: "lost effect (acked on delivery, before it was applied)",
-        hidden: HIDDEN_BY_COPY,
-    },
+    auto_ack("auto-ack/postgres"),
     // On a classic queue a broker kill right after the ack undoes it: the queue's index had
     // not written the ack, and the message comes back (`redelivered=true`) to be applied, so
     // auto-ack holds there. A quorum queue's ack is in its Raft log and survives the kill.
-    Prediction {
-        variant: "auto-ack/rabbitmq/quorum",
-        at: &AUTO_ACK,
-        invariants: &[Invariant::NoLostEffect],
-        anomalies: &[Anomaly::Unseen],
-        says: "lost effect (acked on delivery, before it was applied)",
-        hidden: HIDDEN_BY_COPY,
-    },
+    auto_ack("auto-ack/rabbitmq/quorum"),
     // Every consumer commit is asynchronous and nothing else writes while it runs, so a kill
     // loses all of them (the WAL writer sleeps 10 s). Lost for good are the commits whose
     // deliveries were acked: M000002's once its ack went (@2 on), and M000001's once its
