@@ -22,6 +22,20 @@ const EXPECT_DUPLICATE: &[&str] = &[
     "key-expired",
 ];
 
+/// The receiver took a request for `item`: a delivery of its operation, and its effect when
+/// `effect`. An unkeyed request (`-`) belongs to the one operation when there is only one.
+pub fn delivered(ops: &mut [Op], item: &str, effect: bool) {
+    let single = ops.len() == 1;
+    let found = ops
+        .iter()
+        .position(|op| op.item == item)
+        .or_else(|| (item == "-" && single).then_some(0));
+    if let Some(at) = found {
+        ops[at].deliveries += 1;
+        ops[at].effects += u32::from(effect);
+    }
+}
+
 pub fn history(scenario: &str, steps: &[Seen<'_>]) -> Option<History> {
     let mut ops: Vec<Op> = Vec::new();
     for event in events_of(steps, Intent::NAME) {
@@ -36,7 +50,6 @@ pub fn history(scenario: &str, steps: &[Seen<'_>]) -> Option<History> {
             }
         }
     }
-    let single = ops.len() == 1;
     let mut refused: Vec<String> = Vec::new();
     for event in events_of(steps, Dispatcher::NAME) {
         let (key, outcome) = match event {
@@ -63,14 +76,7 @@ pub fn history(scenario: &str, steps: &[Seen<'_>]) -> Option<History> {
             }
             _ => continue,
         };
-        let found = ops
-            .iter()
-            .position(|op| op.item == *item)
-            .or_else(|| (item == "-" && single).then_some(0));
-        if let Some(at) = found {
-            ops[at].deliveries += 1;
-            ops[at].effects += u32::from(effect);
-        }
+        delivered(&mut ops, item, effect);
     }
     // A body the receiver refused (409) ran nothing: the key's effect is another request's
     // (key-conflict's earlier request with the other body), not this operation's.

@@ -12,6 +12,7 @@ use super::stack::Stack;
 use crate::engine::jepsen::{Anomaly, Op, Outcome};
 use crate::engine::observed::{events_of, named, History, Seen};
 use crate::events::Event;
+use crate::labs::http_dispatch::history::delivered;
 use crate::role::Role;
 
 /// The one message of every scenario and explore case: its id and body.
@@ -61,21 +62,13 @@ fn history(stack: Stack, scenario: &str, steps: &[Seen<'_>]) -> History {
             vec![op(MESSAGE.0.to_string(), outcome)]
         }
     };
-    let single = ops.len() == 1;
     for event in events_of(steps, RECEIVER) {
         let (item, effect) = match event {
             Event::Applied { item } => (item, true),
             Event::Duplicate { item } => (item, false),
             _ => continue,
         };
-        let found = ops
-            .iter()
-            .position(|op| op.item == *item)
-            .or_else(|| (item == "-" && single).then_some(0));
-        if let Some(at) = found {
-            ops[at].deliveries += 1;
-            ops[at].effects += u32::from(effect);
-        }
+        delivered(&mut ops, item, effect);
     }
     let expected = match expects_duplicate(scenario) {
         true => vec![Anomaly::Duplicate],
