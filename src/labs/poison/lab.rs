@@ -138,6 +138,16 @@ fn crashing(name: &str, argv: Argv, point: Point, hit: u32) -> Step {
     s
 }
 
+/// The consumer crashed once its `hit`th failed attempt is recorded in the queue.
+fn attempt_crash(consume: Argv, hit: u32) -> Step {
+    crashing(
+        "attempt-crash",
+        consume,
+        points::CONSUME_AFTER_ATTEMPT_COMMIT,
+        hit,
+    )
+}
+
 fn verify(name: &'static str) -> Step {
     let stage = *STAGES
         .iter()
@@ -165,12 +175,7 @@ fn skip() -> Vec<Step> {
     let fixed = || Replay::of(POISON, Some(FIXED_AMOUNT)).argv();
     vec![
         produce(),
-        crashing(
-            "attempt-crash",
-            consume(),
-            points::CONSUME_AFTER_ATTEMPT_COMMIT,
-            1,
-        ),
+        attempt_crash(consume(), 1),
         verify("skip-after-attempt"),
         crashing(
             "park-crash",
@@ -219,12 +224,7 @@ fn forever() -> Vec<Step> {
     let consume = || Consume::of(Variant::RetryForever).argv();
     vec![
         produce(),
-        crashing(
-            "attempt-crash",
-            consume(),
-            points::CONSUME_AFTER_ATTEMPT_COMMIT,
-            2,
-        ),
+        attempt_crash(consume(), 2),
         verify("forever-after-attempt"),
         step(
             "consume-stall",
