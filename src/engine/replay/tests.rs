@@ -128,6 +128,18 @@ fn process(step: &Step, signal: Option<i32>) -> Process {
     .unwrap()
 }
 
+/// The replay's problems with the evidence in `dir` of `scenario` and its `processes`.
+fn check(dir: &Path, scenario: Scenario, processes: &[Process]) -> Vec<(String, String)> {
+    super::check(
+        &crate::engine::audit::snapshot(dir),
+        lab(),
+        &[scenario],
+        processes,
+        &crate::engine::driver::pragmas(),
+        None,
+    )
+}
+
 /// A row: after_step, receiver commits, intents rows, frozen.
 type Spec<'a> = (&'a str, Option<i64>, Option<i64>, &'a [&'a str]);
 
@@ -159,44 +171,36 @@ fn run(dir: &Path, rows: &[Spec<'_>]) -> Vec<(String, String)> {
         .iter()
         .map(|s| process(s, (s.name == "bg").then_some(9)))
         .collect();
-    super::check(
-        &crate::engine::audit::snapshot(dir),
-        lab(),
-        &[scenario],
-        &processes,
-        &crate::engine::driver::pragmas(),
-        None,
-    )
+    check(dir, scenario, &processes)
+}
+
+/// `run` in a directory of its own, the background process's row first: it has made its
+/// table, and the foreground's file is not there yet.
+fn run_after_bg(rows: &[Spec<'_>]) -> Vec<(String, String)> {
+    let dir = tempfile::tempdir().unwrap();
+    let mut all: Vec<Spec<'_>> = vec![("bg", Some(0), None, &[])];
+    all.extend_from_slice(rows);
+    run(dir.path(), &all)
 }
 
 #[test]
 fn prefixes_of_a_background_process_that_only_grow_pass() {
-    let dir = tempfile::tempdir().unwrap();
-    let problems = run(
-        dir.path(),
-        &[
-            ("bg", Some(0), None, &[]),
-            ("fg1", Some(2), Some(1), &["bg"]),
-            ("fg2", Some(2), Some(2), &["bg"]),
-            // Its last transaction never committed: the end holds three rows, not four.
-            ("<end>", Some(3), Some(2), &[]),
-        ],
-    );
+    let problems = run_after_bg(&[
+        ("fg1", Some(2), Some(1), &["bg"]),
+        ("fg2", Some(2), Some(2), &["bg"]),
+        // Its last transaction never committed: the end holds three rows, not four.
+        ("<end>", Some(3), Some(2), &[]),
+    ]);
     assert!(problems.is_empty(), "{problems:?}");
 }
 
 #[test]
 fn a_prefix_that_shrinks_fails_and_names_the_row() {
-    let dir = tempfile::tempdir().unwrap();
-    let problems = run(
-        dir.path(),
-        &[
-            ("bg", Some(0), None, &[]),
-            ("fg1", Some(2), Some(1), &["bg"]),
-            ("fg2", Some(1), Some(2), &["bg"]),
-            ("<end>", Some(3), Some(2), &[]),
-        ],
-    );
+    let problems = run_after_bg(&[
+        ("fg1", Some(2), Some(1), &["bg"]),
+        ("fg2", Some(1), Some(2), &["bg"]),
+        ("<end>", Some(3), Some(2), &[]),
+    ]);
     assert_eq!(problems.len(), 1, "{problems:?}");
     let (file, problem) = &problems[0];
     assert_eq!(file, "database-files.json");
@@ -207,16 +211,11 @@ fn a_prefix_that_shrinks_fails_and_names_the_row() {
 
 #[test]
 fn uncommitted_work_at_the_end_and_a_wrong_frozen_name_fail() {
-    let dir = tempfile::tempdir().unwrap();
-    let problems = run(
-        dir.path(),
-        &[
-            ("bg", Some(0), None, &[]),
-            ("fg1", Some(1), Some(1), &["fg2"]),
-            ("fg2", Some(3), Some(2), &["bg"]),
-            ("<end>", Some(4), Some(2), &[]),
-        ],
-    );
+    let problems = run_after_bg(&[
+        ("fg1", Some(1), Some(1), &["fg2"]),
+        ("fg2", Some(3), Some(2), &["bg"]),
+        ("<end>", Some(4), Some(2), &[]),
+    ]);
     let text = format!("{problems:?}");
     assert_eq!(problems.len(), 2, "{text}");
     assert!(text.contains("frozen names fg2"), "{text}");
@@ -225,16 +224,11 @@ fn uncommitted_work_at_the_end_and_a_wrong_frozen_name_fail() {
 
 #[test]
 fn a_foreground_write_is_checked_exactly() {
-    let dir = tempfile::tempdir().unwrap();
-    let problems = run(
-        dir.path(),
-        &[
-            ("bg", Some(0), None, &[]),
-            ("fg1", Some(0), Some(2), &["bg"]),
-            ("fg2", Some(3), Some(2), &["bg"]),
-            ("<end>", Some(3), Some(2), &[]),
-        ],
-    );
+    let problems = run_after_bg(&[
+        ("fg1", Some(0), Some(2), &["bg"]),
+        ("fg2", Some(3), Some(2), &["bg"]),
+        ("<end>", Some(3), Some(2), &[]),
+    ]);
     assert_eq!(problems.len(), 1, "{problems:?}");
     assert!(
         problems[0].1.contains("s after fg1, intents.db"),
@@ -254,14 +248,7 @@ fn a_statement_that_fails_in_the_replay_must_have_failed_in_the_run() {
     );
     let scenario = scenario();
     let processes: Vec<Process> = scenario.steps.iter().map(|s| process(s, None)).collect();
-    let problems = super::check(
-        &crate::engine::audit::snapshot(dir.path()),
-        lab(),
-        &[scenario],
-        &processes,
-        &crate::engine::driver::pragmas(),
-        None,
-    );
+    let problems = check(dir.path(), scenario, &processes);
     let text = format!("{problems:?}");
     assert!(
         text.contains(
@@ -303,14 +290,7 @@ fn interleaved(dir: &Path, trace: &str) -> Vec<(String, String)> {
     }]);
     fs::write(dir.join("database-files.json"), rows.to_string()).unwrap();
     let processes = vec![process(&scenario.steps[0], None)];
-    super::check(
-        &crate::engine::audit::snapshot(dir),
-        lab(),
-        &[scenario],
-        &processes,
-        &crate::engine::driver::pragmas(),
-        None,
-    )
+    check(dir, scenario, &processes)
 }
 
 #[test]
