@@ -60,10 +60,7 @@ fn a_torn_write_keeps_its_first_sectors_and_identical_images_hash_alike() {
 #[test]
 fn installed_in_place_a_state_is_a_cut_the_log_marks() {
     let sim = Sim::new();
-    sim.create("j");
-    sim.write("j", 0, b"synced");
-    sim.sync("j");
-    sim.dir_sync();
+    sim.durable("j", b"synced");
     sim.write("j", 0, b"LATER!");
     sim.unlink("j");
     let crashed = Crashed::capture(sim.root()).unwrap();

@@ -41,6 +41,14 @@ impl Sim {
         File::create(self.root().join(path)).expect("create");
     }
 
+    /// A file a cut cannot take back: created with `bytes`, synced, its directory entry too.
+    pub(super) fn durable(&self, path: &str, bytes: &[u8]) {
+        self.create(path);
+        self.write(path, 0, bytes);
+        self.sync(path);
+        self.dir_sync();
+    }
+
     pub(super) fn write(&self, path: &str, offset: u64, bytes: &[u8]) {
         let full = self.root().join(path);
         let old = fs::read(&full).unwrap_or_default();
@@ -116,10 +124,7 @@ pub(super) fn fill(byte: u8, len: usize) -> Vec<u8> {
 
 /// A synced page of 'a', then unsynced: the page overwritten with 'b', a second page of 'c'.
 pub(super) fn two_pages(sim: &Sim) {
-    sim.create("db");
-    sim.write("db", 0, &fill(b'a', 4096));
-    sim.sync("db");
-    sim.dir_sync();
+    sim.durable("db", &fill(b'a', 4096));
     sim.write("db", 0, &fill(b'b', 4096));
     sim.write("db", 4096, &fill(b'c', 4096));
 }
@@ -209,10 +214,7 @@ fn torn_keeps_a_seeded_subset_of_sectors() {
 #[test]
 fn a_create_without_a_directory_sync_is_removed_and_with_one_is_kept() {
     let sim = Sim::new();
-    sim.create("kept");
-    sim.write("kept", 0, b"k");
-    sim.sync("kept");
-    sim.dir_sync();
+    sim.durable("kept", b"k");
     sim.create("lost");
     sim.write("lost", 0, b"l");
     sim.sync("lost");
@@ -234,10 +236,7 @@ fn an_unlink_without_a_directory_sync_comes_back_with_its_synced_content() {
     sim.dir_sync();
     sim.unlink("gone");
     sim.dir_sync();
-    sim.create("j");
-    sim.write("j", 0, b"synced");
-    sim.sync("j");
-    sim.dir_sync();
+    sim.durable("j", b"synced");
     sim.write("j", 0, b"LATER!");
     sim.unlink("j");
     let summary = sim.cut(Style::Drop, 0).unwrap();
