@@ -60,25 +60,30 @@ const CONSUMER: &[At] = &[
     At::of("enqueue.after-commit", &[1]),
 ];
 
-/// The upstream's acknowledged redelivery rolls back, in the profile's words.
-const fn enqueue_lost(
+/// Where `sync-off`'s torn cut loses an effect too.
+const TORN_LOST: &[At] = &[
+    At::of("consumer.before-claim-commit", &[1]),
+    At::of("enqueue.before-commit", &[1]),
+    At::of("enqueue.after-commit", &[1]),
+];
+/// Where its prefix cut loses acknowledged commits only, and where an effect too.
+const PREFIX_ACKED: &[At] = &[
+    At::of("consumer.before-claim-commit", &[1, 3]),
+    At::of("consumer.after-ack", &[2, 3]),
+    At::of("enqueue.before-commit", &[1]),
+    At::of("enqueue.after-commit", &[1]),
+];
+const PREFIX_LOST: &[At] = &[
+    At::of("consumer.before-claim-commit", &[2]),
+    At::of("consumer.after-ack", &[1]),
+];
+
+/// A profile's break, said as `says`, the hits of its points it does not list held for
+/// `hidden`.
+const fn breaks(
     variant: &'static str,
     says: &'static str,
     hidden: &'static str,
-) -> Prediction {
-    Prediction {
-        variant,
-        at: ENQUEUE_1,
-        invariants: ACK,
-        anomalies: LOST_WRITE,
-        says,
-        hidden,
-    }
-}
-
-/// `sync-off` under a seeded cut: these invariants and anomalies at `at`.
-const fn sync_off(
-    variant: &'static str,
     at: &'static [At],
     invariants: &'static [Invariant],
     anomalies: &'static [Anomaly],
@@ -88,9 +93,35 @@ const fn sync_off(
         at,
         invariants,
         anomalies,
-        says: SYNC_OFF,
-        hidden: SYNC_OFF_HIDDEN,
+        says,
+        hidden,
     }
+}
+
+/// The upstream's acknowledged redelivery rolls back, in the profile's words.
+const fn enqueue_lost(
+    variant: &'static str,
+    says: &'static str,
+    hidden: &'static str,
+) -> Prediction {
+    breaks(variant, says, hidden, ENQUEUE_1, ACK, LOST_WRITE)
+}
+
+/// `sync-off` under a seeded cut: these invariants and anomalies at `at`.
+const fn sync_off(
+    variant: &'static str,
+    at: &'static [At],
+    invariants: &'static [Invariant],
+    anomalies: &'static [Anomaly],
+) -> Prediction {
+    breaks(
+        variant,
+        SYNC_OFF,
+        SYNC_OFF_HIDDEN,
+        at,
+        invariants,
+        anomalies,
+    )
 }
 
 /// Under `--cut exhaustive`: these invariants and anomalies at `at`, in these words.
@@ -101,14 +132,7 @@ const fn exhaustive(
     anomalies: &'static [Anomaly],
     says: &'static str,
 ) -> Prediction {
-    Prediction {
-        variant,
-        at,
-        invariants,
-        anomalies,
-        says,
-        hidden: EXHAUSTIVE_HIDDEN,
-    }
+    breaks(variant, says, EXHAUSTIVE_HIDDEN, at, invariants, anomalies)
 }
 
 const SYNC_NORMAL: &str = "the upstream's acknowledged redelivery rolls back (WAL, NORMAL: a commit is synced only by a checkpoint, and nothing retries it)";
@@ -150,42 +174,15 @@ pub static POWER_PREDICTIONS: &[Prediction] = &[
         ACK_DOUBLED,
         LOST_WRITE_G1A,
     ),
-    sync_off(
-        "sync-off/torn",
-        &[
-            At::of("consumer.before-claim-commit", &[1]),
-            At::of("enqueue.before-commit", &[1]),
-            At::of("enqueue.after-commit", &[1]),
-        ],
-        ACK_LOST,
-        LOST_WRITE,
-    ),
+    sync_off("sync-off/torn", TORN_LOST, ACK_LOST, LOST_WRITE),
     sync_off(
         "sync-off/prefix",
         &publisher(&[1], &[1]),
         ACK_DOUBLED,
         LOST_WRITE_G1A,
     ),
-    sync_off(
-        "sync-off/prefix",
-        &[
-            At::of("consumer.before-claim-commit", &[1, 3]),
-            At::of("consumer.after-ack", &[2, 3]),
-            At::of("enqueue.before-commit", &[1]),
-            At::of("enqueue.after-commit", &[1]),
-        ],
-        ACK,
-        LOST_WRITE,
-    ),
-    sync_off(
-        "sync-off/prefix",
-        &[
-            At::of("consumer.before-claim-commit", &[2]),
-            At::of("consumer.after-ack", &[1]),
-        ],
-        ACK_LOST,
-        LOST_WRITE,
-    ),
+    sync_off("sync-off/prefix", PREFIX_ACKED, ACK, LOST_WRITE),
+    sync_off("sync-off/prefix", PREFIX_LOST, ACK_LOST, LOST_WRITE),
     enqueue_lost("sync-normal/exhaustive", SYNC_NORMAL, EXHAUSTIVE_HIDDEN),
     exhaustive(
         "sync-normal/exhaustive",
