@@ -519,13 +519,21 @@ struct Background {
 /// SIGKILL the group of each background step whose chaos kill is due. Its pid is unreaped
 /// (only its stop step reaps it), so the group is still its own. Called between steps and
 /// while a foreground step runs: a kill lands within a watch slice of its moment, or at the
-/// first look after its step got ready.
+/// first look after that (once its step got ready, or once another step's stop has waited
+/// out its grace); the record keeps the planned moment, which the audit redraws.
 fn kill_due(running: &[Background]) {
     for bg in running {
         let due = bg
             .kill_after_ms
             .is_some_and(|ms| bg.launched.started.started.elapsed().as_millis() >= u128::from(ms));
-        if due && bg.ended.is_none() && !bg.killed.get() {
+        if !due || bg.ended.is_some() || bg.killed.get() {
+            continue;
+        }
+        // One that already ended (of its own SIGKILL, say) was not chaos's to kill: it stays
+        // unkilled, and its stop judges its exit as any step's.
+        let pid = bg.launched.started.pid;
+        let ended = process::waitid_nowait(pid, libc::WEXITED | libc::WNOHANG).unwrap_or(true);
+        if !ended {
             process::kill(&bg.launched.started);
             bg.killed.set(true);
         }

@@ -107,7 +107,10 @@ pub struct Design {
 /// (`args = { publisher = ["--variant", "x"] }`; a role not named gets none), for a design
 /// that changes one role of several.
 #[derive(Debug, Deserialize)]
-#[serde(untagged)]
+#[serde(
+    untagged,
+    expecting = "args must be a list of strings, or a table of them by role: { ROLE = [...] }"
+)]
 pub enum Args {
     Every(Vec<String>),
     ByRole(BTreeMap<String, Vec<String>>),

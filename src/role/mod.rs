@@ -121,11 +121,20 @@ pub fn arm(args: &CrashArgs, role: &str, points: &'static [crash::PointDef]) -> 
                 })?,
                 Err(_) => args.crash_mode,
             };
-            (std::env::var(crate::point::CRASH_AT_ENV).ok(), mode)
+            // Empty: no crash, as when it is not set.
+            let spec = std::env::var(crate::point::CRASH_AT_ENV).ok();
+            (spec.filter(|s| !s.is_empty()), mode)
         }
     };
     if let Some(spec) = spec {
-        let at = crash::parse(&spec, points, Some(role))?;
+        let at = crash::parse(&spec, points, Some(role)).map_err(|e| match &args.crash_at {
+            Some(_) => e,
+            None => fail::usage(format!(
+                "{}={spec}: {}",
+                crate::point::CRASH_AT_ENV,
+                fail::one_line(&e)
+            )),
+        })?;
         crash::arm(at, mode);
     }
     Ok(())
