@@ -29,8 +29,9 @@ const TABLES_MAX: usize = 1_000;
 
 /// The server of one command's runs.
 pub struct Server {
-    // Fields drop in this order: the server before the directory that holds its files.
-    servers: Servers,
+    // Held for its drop, which stops a private server. Fields drop in this order: the server
+    // before the directory that holds its files.
+    _servers: Servers,
     admin_url: String,
     _dir: tempfile::TempDir,
     /// Scenario runs made so far: each run's databases are named for its number.
@@ -41,7 +42,7 @@ pub struct Server {
 }
 
 impl Server {
-    /// The server for `stores`' PostgreSQL stores: private, or the one at `pg_url`. None when
+    /// The server for `lab`'s PostgreSQL stores: private, or the one at `pg_url`. None when
     /// no store is on PostgreSQL; `--pg-url` is then refused (exit 2), not ignored.
     pub fn start(lab: &UserLab, pg_url: Option<&str>) -> Result<Option<Server>> {
         if !lab.stores.iter().any(|s| s.postgres) {
@@ -52,11 +53,11 @@ impl Server {
                 None => Ok(None),
             };
         }
+        // SIGINT while the server starts ends the start cleanly (exit 130), nothing left.
+        crate::interrupt::catch().context("catching SIGINT and SIGTERM")?;
         // A lab file's steps crash roles, never the server: what it acknowledged stays
         // visible to every later session whether or not it reached the disk, so a private
         // server skips the flushes.
-        // SIGINT while the server starts ends the start cleanly (exit 130), nothing left.
-        crate::interrupt::catch().context("catching SIGINT and SIGTERM")?;
         let want = Want {
             postgres: true,
             pg_url,
@@ -79,7 +80,7 @@ impl Server {
             crate::engine::process::spare(pid);
         }
         let server = Server {
-            servers,
+            _servers: servers,
             admin_url,
             _dir: dir,
             runs: Cell::new(0),
@@ -122,11 +123,6 @@ impl Server {
             }
         }
         Ok(())
-    }
-
-    /// What evidence says of the server: its version, private or given, its start.
-    pub fn startups(&self) -> Vec<servers::Startup> {
-        self.servers.startups()
     }
 
     /// A fresh database for each PostgreSQL store of one scenario run, made from its schema.
