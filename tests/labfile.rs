@@ -404,22 +404,9 @@ fn a_role_that_floods_its_stdout_is_killed_at_the_bound_not_at_its_timeout() {
 
 #[test]
 fn the_python_outbox_example_breaks_exactly_where_predicted() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let dir = tempfile::tempdir().unwrap();
-    let out = crashlab(
-        root,
-        &[
-            "explore",
-            "examples/python-outbox/crashlab.toml",
-            "--variants",
-            "all",
-            "--json",
-            "--out",
-            dir.path().join("o").to_str().unwrap(),
-        ],
-    );
-    assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
     let o = dir.path().join("o");
+    let text = explore_all("examples/python-outbox/crashlab.toml", &o);
     audit_passes(&o);
     // A crashed step's exit changed in the record: its events still show the crash.
     let record = o.join("labfile.json");
@@ -434,10 +421,10 @@ fn the_python_outbox_example_breaks_exactly_where_predicted() {
     run["run"]["steps"][1]["exit"] = 0.into();
     std::fs::write(&record, serde_json::to_vec(&value).unwrap()).unwrap();
     audit_fails(&o, "mark-before-publish/two-orders/02-relay-relay.after-mark@1: step relay: exit 0 recorded, but its events show the crash at relay.after-mark@1, which exits 73");
-    let report: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let report: serde_json::Value = serde_json::from_str(&text).unwrap();
     let cases = report["cases"].as_array().unwrap();
     assert_eq!(
-        broke(&stdout(&out)),
+        broke(&text),
         [
             "mark-before-publish relay:relay.after-mark@1 lost-write",
             "mark-before-publish relay:relay.after-mark@2 lost-write",
@@ -478,6 +465,16 @@ fn audit_passes_as(dir: &Path, id: &str) {
     );
 }
 
+/// `explore EXAMPLE --variants all --json --out o` from the repository's root, which must
+/// pass: its JSON report.
+fn explore_all(example: &str, o: &Path) -> String {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let args = ["explore", example, "--variants", "all", "--json", "--out"];
+    let out = crashlab(root, &[&args[..], &[o.to_str().unwrap()]].concat());
+    assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
+    stdout(&out)
+}
+
 /// The cases of an explore's JSON report that found an anomaly: `design at anomaly`.
 fn broke(report: &str) -> Vec<String> {
     let report: serde_json::Value = serde_json::from_str(report).unwrap();
@@ -505,18 +502,8 @@ fn lab_14_as_a_lab_file_breaks_where_the_built_in_lab_predicts() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let dir = tempfile::tempdir().unwrap();
     let o = dir.path().join("o");
-    let args = [
-        "explore",
-        "examples/outbox-inbox/crashlab.toml",
-        "--variants",
-        "all",
-    ];
-    let out = crashlab(
-        root,
-        &[&args[..], &["--json", "--out", o.to_str().unwrap()]].concat(),
-    );
-    assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
-    let report: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let report = explore_all("examples/outbox-inbox/crashlab.toml", &o);
+    let report: serde_json::Value = serde_json::from_str(&report).unwrap();
     // (design, point, hit) of every case, and of those that broke.
     let mut crashed = BTreeSet::new();
     let mut broke = BTreeSet::new();
@@ -578,21 +565,9 @@ fn the_python_outbox_on_postgres_breaks_where_predicted_and_its_copies_audit() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let dir = tempfile::tempdir().unwrap();
     let o = dir.path().join("o");
-    let out = crashlab(
-        root,
-        &[
-            "explore",
-            "examples/python-postgres/crashlab.toml",
-            "--variants",
-            "all",
-            "--json",
-            "--out",
-            o.to_str().unwrap(),
-        ],
-    );
-    assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
+    let report = explore_all("examples/python-postgres/crashlab.toml", &o);
     assert_eq!(
-        broke(&stdout(&out)),
+        broke(&report),
         [
             "mark-before-publish relay:relay.after-mark@1 lost-write",
             "mark-before-publish relay:relay.after-mark@2 lost-write",
@@ -836,20 +811,8 @@ fn the_shell_inbox_example_duplicates_exactly_where_predicted_and_reruns_pass() 
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let dir = tempfile::tempdir().unwrap();
     let o = dir.path().join("o");
-    let out = crashlab(
-        root,
-        &[
-            "explore",
-            "examples/shell-inbox/crashlab.toml",
-            "--variants",
-            "all",
-            "--json",
-            "--out",
-            o.to_str().unwrap(),
-        ],
-    );
-    assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
-    let report: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let report = explore_all("examples/shell-inbox/crashlab.toml", &o);
+    let report: serde_json::Value = serde_json::from_str(&report).unwrap();
     let cases = report["cases"].as_array().unwrap();
     // Two designs, each a run without a crash and three messages of two points each.
     assert_eq!(cases.len(), 14, "{cases:?}");

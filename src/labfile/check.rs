@@ -225,7 +225,7 @@ fn resolve(file: FileLab, path: &Path, dir: &Path) -> Checked<UserLab> {
             sql_at: inv.sql.span().start,
         });
     }
-    queries(&file, &stores)?;
+    queries(&stores, &checks, &invariants)?;
     let lab = |name: &str| roles.iter().find(|r: &&RoleDef| r.name == name);
     let mut scenarios = Vec::new();
     let mut seen = BTreeSet::new();
@@ -560,7 +560,7 @@ fn placeholders(item: &Spanned<String>, stores: &[StoreDef]) -> Checked<()> {
 /// Every check and invariant query prepares (not runs) on the stores made from their
 /// schemas, all attached by name; when a store has no schema its tables are unknown until a
 /// role makes them, and the queries are prepared at run time instead.
-fn queries(file: &FileLab, stores: &[StoreDef]) -> Checked<()> {
+fn queries(stores: &[StoreDef], checks: &[CheckDef], invariants: &[InvariantDef]) -> Checked<()> {
     // A PostgreSQL store's tables are known once the server made them: at run time too.
     if stores.iter().any(|s| s.schema.is_none() || s.postgres) {
         return Ok(());
@@ -573,15 +573,22 @@ fn queries(file: &FileLab, stores: &[StoreDef]) -> Checked<()> {
     })?;
     let conn =
         super::run::attach(made.path(), stores, true).map_err(|e| Mistake(0, format!("{e:#}")))?;
-    let sqls = file
-        .checks
-        .iter()
-        .map(|c| &c.get_ref().sql)
-        .chain(file.invariants.iter().map(|i| &i.get_ref().sql));
-    for sql in sqls {
-        if let Err(e) = conn.prepare(sql.get_ref()) {
-            return Err(at(sql, format!("SQLite refuses the query: {e}")));
-        }
+    match refused_query(&conn, checks, invariants) {
+        Some((at, e)) => Err(Mistake(at, format!("SQLite refuses the query: {e}"))),
+        None => Ok(()),
     }
-    Ok(())
+}
+
+/// The first check or invariant query SQLite refuses to prepare on `conn` (every store
+/// attached): where its SQL starts in the lab file, and why.
+pub(super) fn refused_query(
+    conn: &rusqlite::Connection,
+    checks: &[CheckDef],
+    invariants: &[InvariantDef],
+) -> Option<(usize, rusqlite::Error)> {
+    checks
+        .iter()
+        .map(|c| (&c.sql, c.sql_at))
+        .chain(invariants.iter().map(|i| (&i.sql, i.sql_at)))
+        .find_map(|(sql, at)| conn.prepare(sql).err().map(|e| (at, e)))
 }

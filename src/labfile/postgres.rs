@@ -108,21 +108,14 @@ impl Server {
         drop(super::run::attach(dir.path(), &lab.stores, true)?);
         self.make(&lab.stores)?.read_back(dir.path(), &lab.stores)?;
         let conn = super::run::attach(dir.path(), &lab.stores, false)?;
-        let queries = lab
-            .checks
-            .iter()
-            .map(|c| (&c.sql, c.sql_at))
-            .chain(lab.invariants.iter().map(|i| (&i.sql, i.sql_at)));
-        for (sql, at) in queries {
-            if let Err(e) = conn.prepare(sql) {
-                return Err(fail::usage(format!(
-                    "{}:{}: SQLite refuses the query on the stores' copies: {e}",
-                    lab.path.display(),
-                    super::check::line_col(&lab.text, at)
-                )));
-            }
+        match super::check::refused_query(&conn, &lab.checks, &lab.invariants) {
+            Some((at, e)) => Err(fail::usage(format!(
+                "{}:{}: SQLite refuses the query on the stores' copies: {e}",
+                lab.path.display(),
+                super::check::line_col(&lab.text, at)
+            ))),
+            None => Ok(()),
         }
-        Ok(())
     }
 
     /// A fresh database for each PostgreSQL store of one scenario run, made from its schema.

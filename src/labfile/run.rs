@@ -249,10 +249,7 @@ pub fn scenario_killed(
                 // on (the next read may succeed, and the invariants say what they find).
                 let back = read_back(&dir, &setup.lab.stores, made.as_ref());
                 keep_stores(&dir, &setup.lab.stores, &dir.join(stores_dir(i, name)))?;
-                match back {
-                    Ok(()) => read_check(setup.lab, &dir, name, check),
-                    Err(e) => unread_check(setup.lab, name, check, &e),
-                }
+                read_check(setup.lab, &dir, name, check, back)
             }
         };
         steps.push(record);
@@ -686,19 +683,14 @@ fn keep_stores(dir: &Path, stores: &[StoreDef], to: &Path) -> Result<()> {
     Ok(())
 }
 
-/// A check step whose stores could not be read back: failed, its value why.
-fn unread_check(lab: &UserLab, name: &str, check: &str, why: &anyhow::Error) -> StepRun {
+/// A check step's record: its query's value on the stores in `dir`, or, where they could not
+/// be read back (`back`), why (a value no check expects).
+fn read_check(lab: &UserLab, dir: &Path, name: &str, check: &str, back: Result<()>) -> StepRun {
     let def = lab.check(check).expect("a validated step names a check");
-    StepRun {
-        exit: 1,
-        check: Some((clip(format!("error: {why:#}")), def.expect.clone())),
-        ..StepRun::new(name, &format!("check {check}"))
-    }
-}
-
-fn read_check(lab: &UserLab, dir: &Path, name: &str, check: &str) -> StepRun {
-    let def = lab.check(check).expect("a validated step names a check");
-    let got = check_value(dir, &lab.stores, &def.sql);
+    let got = match back {
+        Ok(()) => check_value(dir, &lab.stores, &def.sql),
+        Err(why) => clip(format!("error: {why:#}")),
+    };
     StepRun {
         exit: i32::from(got != def.expect),
         check: Some((got, def.expect.clone())),

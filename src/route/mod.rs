@@ -82,11 +82,11 @@ pub fn run(command: Command) -> Result<i32> {
                 ("--amqp-url", stack.amqp_url.is_some()),
                 ("--queue-type", stack.queue_type.is_some()),
             ];
-            if let Some((flag, _)) = set.iter().find(|(_, set)| *set) {
-                return Err(fail::usage(format!(
-                    "{flag}: a lab file's driver takes --crash-mode (exit, abort, kill, hang), --step-timeout-ms, --pg-url and --out"
-                )));
-            }
+            refuse_set(
+                &set,
+                "driver",
+                "--crash-mode (exit, abort, kill, hang), --step-timeout-ms, --pg-url and --out",
+            )?;
             let file = crate::labfile::load(std::path::Path::new(&lab))?;
             crate::labfile::driver::driver(
                 &file,
@@ -113,11 +113,7 @@ pub fn run(command: Command) -> Result<i32> {
                 ("--amqp-url", args.stack.amqp_url.is_some()),
                 ("--queue-type", args.stack.queue_type.is_some()),
             ];
-            if let Some((flag, _)) = set.iter().find(|(_, set)| *set) {
-                return Err(fail::usage(format!(
-                    "{flag}: a lab file's explore takes --variants, --crash-mode (exit, abort, kill, hang), --step-timeout-ms, --pg-url, --json and --out"
-                )));
-            }
+            refuse_set(&set, "explore", "--variants, --crash-mode (exit, abort, kill, hang), --step-timeout-ms, --pg-url, --json and --out")?;
             let file = crate::labfile::load(std::path::Path::new(&args.lab))?;
             let options = labfile_options(
                 args.crash_mode,
@@ -324,6 +320,17 @@ pub fn recorded_args() -> Vec<String> {
 /// Flags whose value is a server URL (`--pg-url URL` or `--pg-url=URL`).
 const URL_FLAGS: &[&str] = &["--pg-url", "--amqp-url"];
 
+/// The first option of a built-in lab `set` holds, refused for a lab file's `command` (one
+/// line, exit 2) with what that command takes: never silently ignored.
+fn refuse_set(set: &[(&str, bool)], command: &str, takes: &str) -> Result<()> {
+    match set.iter().find(|(_, set)| *set) {
+        Some((flag, _)) => Err(fail::usage(format!(
+            "{flag}: a lab file's {command} takes {takes}"
+        ))),
+        None => Ok(()),
+    }
+}
+
 /// `crashlab chaos FILE`: the options of a built-in lab's load (messages, consumers, batch,
 /// lease, servers, power cuts, shards, JUnit) are not a lab file's, and are refused when set.
 fn labfile_chaos(lab: &str, o: &engine::load::chaos::Options) -> Result<i32> {
@@ -343,11 +350,7 @@ fn labfile_chaos(lab: &str, o: &engine::load::chaos::Options) -> Result<i32> {
         ("--amqp-url", o.stack.amqp_url.is_some()),
         ("--queue-type", o.stack.queue_type.is_some()),
     ];
-    if let Some((flag, _)) = set.iter().find(|(_, set)| *set) {
-        return Err(fail::usage(format!(
-            "{flag}: a lab file's chaos takes --variant, --kills, --seed, --runs, --process-timeout-ms, --timeout-ms, --pg-url, --json and --out"
-        )));
-    }
+    refuse_set(&set, "chaos", "--variant, --kills, --seed, --runs, --process-timeout-ms, --timeout-ms, --pg-url, --json and --out")?;
     // The same bounds as a built-in lab's chaos, and at least one kill.
     engine::load::chaos::bounds(o, 1)?;
     if o.seed.checked_add(o.runs - 1).is_none() {
