@@ -4,7 +4,7 @@
 
 mod common;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -81,9 +81,11 @@ fn each_mistake_is_one_line_with_its_place_and_exit_2() {
         ("name = \"two-rows\"", "name = \"lab\"", ":14:8: a scenario's name 'lab' is the evidence's own"),
         ("\"job.after-insert\" =", "\"job/../x\" =", ":8:1: a point's name 'job/../x': use letters, digits"),
         (r#"{ check = "rows" }"#, r#"{ check = "rows", exit = 3 }"#, ":15:28: step 'check-rows': `crash`, `exit` and `ready` belong to a step that runs a role"),
-        ("sqlite = \"db.sqlite\"", "sqlite = \"db.sqlite\"\npostgres = true", ":5:1: store 'db': say either sqlite = \"FILE\" or postgres = true"),
+        ("sqlite = \"db.sqlite\"", "sqlite = \"db.sqlite\"\npostgres = true", ":5:1: store 'db': say one of sqlite = \"FILE\", postgres = true or rabbitmq = true"),
+        ("sqlite = \"db.sqlite\"", "rabbitmq = true", ":7:10: store 'db': a queue has no schema"),
+        ("{store.db}", "{store.db.queue}", ":9:31: placeholder {store.db.queue}: store 'db' is not a queue"),
         ("name = \"correct\"\npredict", "name = \"correct\"\nargs = { jobb = [\"-v\"] }\npredict", ":31:8: design 'correct': args for role 'jobb', which no role is"),
-        ("sqlite = \"db.sqlite\"", "postgres = false", ":5:1: store 'db': say either sqlite = \"FILE\" or postgres = true"),
+        ("sqlite = \"db.sqlite\"", "postgres = false", ":5:1: store 'db': say one of sqlite = \"FILE\", postgres = true or rabbitmq = true"),
     ];
     for (from, to, line) in mistakes {
         assert!(LAB.contains(from), "{from}");
@@ -558,14 +560,13 @@ fn lab_14_as_a_lab_file_breaks_where_the_built_in_lab_predicts() {
     audit_passes_as(&o, "outbox-inbox-file");
 }
 
-/// The same Outbox on PostgreSQL (psycopg2): each store a database of its own on the run's
-/// private server, read back into SQLite copies that the audit re-reads with no server.
-#[test]
-fn the_python_outbox_on_postgres_breaks_where_predicted_and_its_copies_audit() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+/// `explore examples/EXAMPLE --variants all` of one of the Python Outboxes on a server: it
+/// breaks where its designs predict, records `placeholder` in its command lines and never a
+/// URL starting `scheme`, and audits PASS. The directory it ran in, and its evidence.
+fn outbox_explored(example: &str, placeholder: &str, scheme: &str) -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     let o = dir.path().join("o");
-    let report = explore_all("examples/python-postgres/crashlab.toml", &o);
+    let report = explore_all(&format!("examples/{example}/crashlab.toml"), &o);
     assert_eq!(
         broke(&report),
         [
@@ -575,11 +576,19 @@ fn the_python_outbox_on_postgres_breaks_where_predicted_and_its_copies_audit() {
             "ack-before-apply consumer:consumer.after-ack@2 lost-write",
         ]
     );
-    // A role's command line records the store's placeholder, never the server's URL.
     let record = std::fs::read_to_string(o.join("labfile.json")).unwrap();
-    assert!(record.contains("\"{store.app}\""), "{record}");
-    assert!(!record.contains("postgres://"), "{record}");
-    audit_passes_as(&o, "python-postgres");
+    assert!(record.contains(&format!("\"{placeholder}\"")), "{record}");
+    assert!(!record.contains(scheme), "{record}");
+    audit_passes_as(&o, example);
+    (dir, o)
+}
+
+/// The same Outbox on PostgreSQL (psycopg2): each store a database of its own on the run's
+/// private server, read back into SQLite copies that the audit re-reads with no server.
+#[test]
+fn the_python_outbox_on_postgres_breaks_where_predicted_and_its_copies_audit() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let (dir, o) = outbox_explored("python-postgres", "{store.app}", "postgres://");
     // The copy the check step kept: a booleans is 1 or 0, an integer an integer.
     let kept = o.join("correct/two-orders/no-crash/06-check-effects.stores");
     let broker = rusqlite::Connection::open(kept.join("broker.postgres.db")).unwrap();
@@ -682,6 +691,88 @@ fn the_python_outbox_on_postgres_breaks_where_predicted_and_its_copies_audit() {
         "crashlab: --pg-url: the lab file has no PostgreSQL store"
     );
     assert!(!none.exists());
+}
+
+/// The Outbox with a real broker (pika): the queue between relay and consumer is a queue of
+/// its own on the run's private RabbitMQ node, read back into a SQLite copy of its ready
+/// messages that the checks, the invariants and the audit read with no broker.
+#[test]
+fn the_python_outbox_over_rabbitmq_breaks_where_predicted_and_its_queue_copies_audit() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let (dir, o) = outbox_explored("python-rabbitmq", "{store.events.queue}", "amqp://");
+    // What the check step after the relay kept: both messages, in order, ready.
+    let run = o.join("correct/two-orders/no-crash");
+    let messages = |file: &Path| -> Vec<(i64, String, i64, String)> {
+        let db = rusqlite::Connection::open(file).unwrap();
+        let rows = db
+            .prepare("SELECT position, message_id, redelivered, body FROM messages")
+            .unwrap()
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        rows
+    };
+    let kept = run.join("03-check-queued.stores/events.rabbitmq.db");
+    assert_eq!(
+        messages(&kept),
+        [
+            (1, "M1".into(), 0, "O1".into()),
+            (2, "M2".into(), 0, "O2".into())
+        ]
+    );
+    // At the end, the consumer took and acked them all.
+    assert_eq!(messages(&run.join("events.rabbitmq.db")), []);
+    // The relay crashed after its first confirm ran again and published M1 twice: the
+    // consumer took both copies, the Inbox applied one.
+    let twice = o.join("correct/two-orders/02-relay-relay.after-publish@1");
+    let db = rusqlite::Connection::open(twice.join("consumer.db")).unwrap();
+    let ledger: i64 = db
+        .query_row("SELECT count(*) FROM ledger", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(ledger, 2);
+    drop(db);
+    // A changed message in a kept copy: the audit re-runs the check on it and FAILs.
+    let db = rusqlite::Connection::open(&kept).unwrap();
+    db.execute("UPDATE messages SET body = 'O3' WHERE position = 2", [])
+        .unwrap();
+    drop(db);
+    common::forge_manifest_entry(
+        &o,
+        "correct/two-orders/no-crash/03-check-queued.stores/events.rabbitmq.db",
+    );
+    audit_fails(&o, "check queued");
+    // --amqp-url is refused where no store is a queue, before anything runs; a broker that
+    // does not answer is one line, exit 69, and nothing is left.
+    let none = dir.path().join("none");
+    for (lab, code_, line) in [
+        (
+            "examples/python-outbox/crashlab.toml",
+            2,
+            "crashlab: --amqp-url: the lab file has no RabbitMQ store",
+        ),
+        (
+            "examples/python-rabbitmq/crashlab.toml",
+            69,
+            "crashlab: cannot reach RabbitMQ at amqp://guest:***@127.0.0.1:1/%2f",
+        ),
+    ] {
+        let out = crashlab(
+            root,
+            &[
+                "driver",
+                lab,
+                "--amqp-url",
+                "amqp://guest:guest@127.0.0.1:1/%2f",
+                "--out",
+                none.to_str().unwrap(),
+            ],
+        );
+        assert_eq!(code(&out), code_, "{}", stderr(&out));
+        assert_eq!(stderr(&out).lines().count(), 1, "{}", stderr(&out));
+        assert!(stderr(&out).starts_with(line), "{}", stderr(&out));
+        assert!(!none.exists());
+    }
 }
 
 fn audit_fails(dir: &Path, line: &str) {

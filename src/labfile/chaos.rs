@@ -73,13 +73,14 @@ pub fn chaos(lab: &UserLab, options: &Options, plan: &Plan) -> Result<i32> {
         )));
     }
     // Before the output directory: a server that cannot start leaves nothing behind.
-    let pg = super::postgres::Server::start(lab, options.pg_url.as_deref())?;
+    let servers =
+        super::servers::Server::start(lab, options.pg_url.as_deref(), options.amqp_url.as_deref())?;
     let setup = Setup {
         lab,
         design,
         mode: MODE,
         timeout: options.timeout,
-        pg: pg.as_ref(),
+        servers: servers.as_ref(),
     };
     super::out::into_out(lab, &options.out, "chaos-", |out, named, printed| {
         chaos_into(&setup, options, plan, out, named, printed)

@@ -10,7 +10,8 @@ use toml::Spanned;
 
 use super::evidence;
 use super::lab::{
-    CheckDef, DesignDef, InvariantDef, PredictDef, RoleDef, ScenarioDef, StepDef, StoreDef, UserLab,
+    CheckDef, DesignDef, InvariantDef, PredictDef, RoleDef, ScenarioDef, StepDef, StoreDef,
+    StoreKind, UserLab,
 };
 use super::schema::{Args, FileLab};
 use crate::engine::jepsen::Anomaly;
@@ -120,24 +121,36 @@ fn resolve(file: FileLab, path: &Path, dir: &Path) -> Checked<UserLab> {
                 ));
             }
         }
-        let (file, postgres) = match (&store.get_ref().sqlite, &store.get_ref().postgres) {
-            (Some(sqlite), None) => {
+        let declared = (
+            &store.get_ref().sqlite,
+            store.get_ref().postgres.as_ref().map(|p| *p.get_ref()),
+            store.get_ref().rabbitmq.as_ref().map(|r| *r.get_ref()),
+        );
+        let (file, kind) = match declared {
+            (Some(sqlite), None, None) => {
                 if sqlite.get_ref().is_empty() || sqlite.get_ref().contains('/') {
                     return Err(at(
                         sqlite,
                         "a store's file is a plain name in the run's directory".into(),
                     ));
                 }
-                (sqlite.get_ref().clone(), false)
+                (sqlite.get_ref().clone(), StoreKind::Sqlite)
             }
-            (None, Some(postgres)) if *postgres.get_ref() => (format!("{name}.postgres.db"), true),
+            (None, Some(true), None) => (format!("{name}.postgres.db"), StoreKind::Postgres),
+            (None, None, Some(true)) => (format!("{name}.rabbitmq.db"), StoreKind::Rabbitmq),
             _ => {
                 return Err(at(
                     store,
-                    format!("store '{name}': say either sqlite = \"FILE\" or postgres = true"),
+                    format!("store '{name}': say one of sqlite = \"FILE\", postgres = true or rabbitmq = true"),
                 ))
             }
         };
+        if let (StoreKind::Rabbitmq, Some(schema)) = (kind, &store.get_ref().schema) {
+            return Err(at(
+                schema,
+                format!("store '{name}': a queue has no schema (its copy is one table, messages)"),
+            ));
+        }
         if let Some(other) = stores.iter().find(|s: &&StoreDef| s.file == file) {
             return Err(at(
                 store,
@@ -150,7 +163,7 @@ fn resolve(file: FileLab, path: &Path, dir: &Path) -> Checked<UserLab> {
         stores.push(StoreDef {
             name: name.clone(),
             file,
-            postgres,
+            kind,
             schema,
             schema_file: store.get_ref().schema.as_ref().map(|s| s.get_ref().clone()),
         });
@@ -522,8 +535,8 @@ fn point_hit(spec: &Spanned<String>) -> Checked<(String, Option<u32>)> {
 }
 
 /// The placeholders a command item may hold: `{lab}`, `{run}`, `{crashlab}`, `{design}`,
-/// `{design.args}`
-/// (a whole item), `{store.NAME}` of a declared store.
+/// `{design.args}` (a whole item), `{store.NAME}` of a declared store, and
+/// `{store.NAME.queue}` of a RabbitMQ store.
 fn placeholders(item: &Spanned<String>, stores: &[StoreDef]) -> Checked<()> {
     let text = item.get_ref();
     let mut rest = text.as_str();
@@ -537,7 +550,11 @@ fn placeholders(item: &Spanned<String>, stores: &[StoreDef]) -> Checked<()> {
         };
         let name = &rest[open + 1..open + len];
         let known = match name.strip_prefix("store.") {
-            Some(store) => stores.iter().any(|s| s.name == store),
+            Some(store) => stores.iter().any(|s| {
+                s.name == store
+                    || (s.kind == StoreKind::Rabbitmq
+                        && store.strip_suffix(".queue") == Some(s.name.as_str()))
+            }),
             None => {
                 ["lab", "run", "design", "crashlab"].contains(&name)
                     || (name == "design.args" && text == "{design.args}")
@@ -545,9 +562,15 @@ fn placeholders(item: &Spanned<String>, stores: &[StoreDef]) -> Checked<()> {
         };
         if !known {
             let what = match name.strip_prefix("store.") {
-                Some(store) => format!("placeholder {{{name}}}: no store '{store}'"),
+                Some(store) => match store
+                    .strip_suffix(".queue")
+                    .filter(|s| stores.iter().any(|d| d.name == *s))
+                {
+                    Some(s) => format!("placeholder {{{name}}}: store '{s}' is not a queue"),
+                    None => format!("placeholder {{{name}}}: no store '{store}'"),
+                },
                 None if name == "design.args" => "{design.args} stands alone as a whole item".to_string(),
-                None => format!("placeholder {{{name}}} names nothing ({{lab}}, {{run}}, {{crashlab}}, {{design}}, {{design.args}}, {{store.NAME}})"),
+                None => format!("placeholder {{{name}}} names nothing ({{lab}}, {{run}}, {{crashlab}}, {{design}}, {{design.args}}, {{store.NAME}}, {{store.NAME.queue}})"),
             };
             return Err(Mistake(item.span().start + 1 + offset + open, what));
         }
@@ -561,8 +584,14 @@ fn placeholders(item: &Spanned<String>, stores: &[StoreDef]) -> Checked<()> {
 /// schemas, all attached by name; when a store has no schema its tables are unknown until a
 /// role makes them, and the queries are prepared at run time instead.
 fn queries(stores: &[StoreDef], checks: &[CheckDef], invariants: &[InvariantDef]) -> Checked<()> {
-    // A PostgreSQL store's tables are known once the server made them: at run time too.
-    if stores.iter().any(|s| s.schema.is_none() || s.postgres) {
+    // A PostgreSQL store's tables are known once the server made them: at run time too. A
+    // queue's copy is always one table, made here as the run makes it.
+    let unknown = |s: &StoreDef| match s.kind {
+        StoreKind::Sqlite => s.schema.is_none(),
+        StoreKind::Postgres => true,
+        StoreKind::Rabbitmq => false,
+    };
+    if stores.iter().any(unknown) {
         return Ok(());
     }
     let made = crate::owner::tempdir("check").map_err(|e| {
@@ -571,8 +600,8 @@ fn queries(stores: &[StoreDef], checks: &[CheckDef], invariants: &[InvariantDef]
             format!("cannot make a directory to check the queries in: {e}"),
         )
     })?;
-    let conn =
-        super::run::attach(made.path(), stores, true).map_err(|e| Mistake(0, format!("{e:#}")))?;
+    let conn = super::stores::attach(made.path(), stores, true)
+        .map_err(|e| Mistake(0, format!("{e:#}")))?;
     match refused_query(&conn, checks, invariants) {
         Some((at, e)) => Err(Mistake(at, format!("SQLite refuses the query: {e}"))),
         None => Ok(()),

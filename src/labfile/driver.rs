@@ -20,13 +20,14 @@ use crate::fail;
 pub fn driver(lab: &UserLab, options: &Options) -> Result<i32> {
     let design = designs(lab, "--variants", &options.designs)?[0];
     // Before the output directory: a server that cannot start leaves nothing behind.
-    let pg = super::postgres::Server::start(lab, options.pg_url.as_deref())?;
+    let servers =
+        super::servers::Server::start(lab, options.pg_url.as_deref(), options.amqp_url.as_deref())?;
     let setup = Setup {
         lab,
         design,
         mode: options.mode,
         timeout: options.timeout,
-        pg: pg.as_ref(),
+        servers: servers.as_ref(),
     };
     into_out(lab, &options.out, "", |out, named, printed| {
         driver_into(&setup, options, out, named, printed)

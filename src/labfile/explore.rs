@@ -29,6 +29,8 @@ pub struct Options {
     /// `--pg-url`: the PostgreSQL server of the lab's PostgreSQL stores, instead of a private
     /// one.
     pub pg_url: Option<String>,
+    /// `--amqp-url`: the broker of the lab's RabbitMQ stores, instead of a private one.
+    pub amqp_url: Option<String>,
     /// The command line as the evidence records it (`crashlab` first, no machine path).
     pub command: Vec<String>,
 }
@@ -200,9 +202,10 @@ pub fn judge(
 pub fn explore(lab: &UserLab, options: &Options) -> Result<i32> {
     let chosen = designs(lab, "--variants", &options.designs)?;
     // Before the output directory: a server that cannot start leaves nothing behind.
-    let pg = super::postgres::Server::start(lab, options.pg_url.as_deref())?;
+    let servers =
+        super::servers::Server::start(lab, options.pg_url.as_deref(), options.amqp_url.as_deref())?;
     super::out::into_out(lab, &options.out, "explore-", |out, named, printed| {
-        explore_into(lab, options, &chosen, pg.as_ref(), out, named, printed)
+        explore_into(lab, options, &chosen, servers.as_ref(), out, named, printed)
     })
 }
 
@@ -212,7 +215,7 @@ fn explore_into(
     lab: &UserLab,
     options: &Options,
     chosen: &[&DesignDef],
-    pg: Option<&super::postgres::Server>,
+    servers: Option<&super::servers::Server>,
     out: &Path,
     named: &Path,
     printed: &mut Vec<String>,
@@ -227,7 +230,7 @@ fn explore_into(
             design,
             mode: options.mode,
             timeout: options.timeout,
-            pg,
+            servers,
         };
         for scenario in &lab.scenarios {
             let base = out.join(&design.name).join(&scenario.name);

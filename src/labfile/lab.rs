@@ -30,15 +30,41 @@ pub struct UserLab {
 #[derive(Debug, Clone)]
 pub struct StoreDef {
     pub name: String,
-    /// Its file in the run's directory: for a PostgreSQL store, the SQLite copy of its tables
-    /// the checks and invariants read (`NAME.postgres.db`).
+    /// Its file in the run's directory: for a store on a server, the SQLite copy the checks
+    /// and invariants read (`NAME.postgres.db`, `NAME.rabbitmq.db`).
     pub file: String,
-    /// A database of its own on the run's PostgreSQL server, not a SQLite file.
-    pub postgres: bool,
+    pub kind: StoreKind,
     /// The SQL that creates it before each scenario.
     pub schema: Option<String>,
     /// Its schema's file, as the lab file names it (beside the lab file).
     pub schema_file: Option<String>,
+}
+
+/// Where a store lives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StoreKind {
+    /// A file in the run's directory.
+    Sqlite,
+    /// A database of its own on the command's PostgreSQL server.
+    Postgres,
+    /// A queue of its own on the command's RabbitMQ broker.
+    Rabbitmq,
+}
+
+impl StoreKind {
+    /// The key that declares it in a lab file, and the server it lives on.
+    pub fn name(self) -> &'static str {
+        match self {
+            StoreKind::Sqlite => "sqlite",
+            StoreKind::Postgres => "postgres",
+            StoreKind::Rabbitmq => "rabbitmq",
+        }
+    }
+
+    /// On a server: made there per scenario run, and read back into a SQLite copy.
+    pub fn on_server(self) -> bool {
+        self != StoreKind::Sqlite
+    }
 }
 
 #[derive(Debug, Clone)]

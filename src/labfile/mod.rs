@@ -1,6 +1,6 @@
 //! A lab file (`crashlab.toml`): a user's own system under crashlab. Its roles are command
-//! lines that speak the point protocol (`crate::point`), its stores SQLite files or PostgreSQL
-//! databases (read back into SQLite copies), its checks and invariants SQL. `load` reads and
+//! lines that speak the point protocol (`crate::point`), its stores SQLite files, PostgreSQL
+//! databases or RabbitMQ queues (read back into SQLite copies), its checks and invariants SQL. `load` reads and
 //! validates it before any process starts: a mistake is one line, `FILE:LINE:COL: what`, exit
 //! 2. docs/own-system.md holds every key.
 
@@ -12,9 +12,12 @@ pub mod explore;
 mod lab;
 mod out;
 mod postgres;
+mod queue;
 pub mod report;
 pub mod run;
 mod schema;
+mod servers;
+pub mod stores;
 mod value;
 
 use std::path::Path;

@@ -9,7 +9,8 @@ use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
 use super::lab::{DesignDef, InvariantDef, ScenarioDef, StepDef, StoreDef, UserLab};
-use super::postgres;
+use super::servers;
+use super::stores::{attach, keep_stores, recover};
 use crate::crash::Mode;
 use crate::engine::jepsen::Anomaly;
 use crate::engine::process;
@@ -20,70 +21,18 @@ pub const OUTPUT_BYTES_MAX: u64 = 64 * 1024 * 1024;
 /// The rows of an invariant's query kept as examples.
 const ROWS_KEPT: usize = 20;
 
-/// Open an in-memory connection with every store attached by its name: made from its schema
-/// first when `make` (a SQLite store; a PostgreSQL one is made on its server), else read-only
-/// (a missing store is an error).
-pub fn attach(dir: &Path, stores: &[StoreDef], make: bool) -> Result<rusqlite::Connection> {
-    use rusqlite::OpenFlags;
-    let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_URI;
-    let conn = rusqlite::Connection::open_with_flags(":memory:", flags)?;
-    // A PostgreSQL store's file is its copy, read back from the server (`postgres::Made`).
-    for store in stores.iter().filter(|s| !(make && s.postgres)) {
-        let path = dir.join(&store.file);
-        if make {
-            let file = rusqlite::Connection::open(&path)
-                .with_context(|| format!("making store '{}'", store.name))?;
-            if let Some(schema) = &store.schema {
-                file.execute_batch(schema)
-                    .with_context(|| format!("store '{}': its schema", store.name))?;
-            }
-        } else if !path.is_file() {
-            anyhow::bail!(
-                "store '{}': no file {} after the run",
-                store.name,
-                store.file
-            );
-        }
-        let mode = if make { "rw" } else { "ro" };
-        // A URI: the characters that end or escape its path are escaped in the file's name.
-        let escaped = path
-            .display()
-            .to_string()
-            .replace('%', "%25")
-            .replace('#', "%23")
-            .replace('?', "%3F");
-        let uri = format!("file:{escaped}?mode={mode}");
-        conn.execute("ATTACH DATABASE ?1 AS ?2", (&uri, &store.name))
-            .with_context(|| format!("attaching store '{}'", store.name))?;
-    }
-    Ok(conn)
-}
-
 /// Make the stores in `dir` ready to read: each PostgreSQL store read back into its file, and
-/// each SQLite store's hot journal rolled back (`recover`).
-fn read_back(dir: &Path, stores: &[StoreDef], made: Option<&postgres::Made>) -> Result<()> {
+/// each SQLite store's hot journal rolled back (`recover`). `quiet`: no role runs.
+fn read_back(
+    dir: &Path,
+    stores: &[StoreDef],
+    made: Option<&servers::Made>,
+    quiet: bool,
+) -> Result<()> {
     recover(dir, stores);
     match made {
-        Some(made) => made.read_back(dir, stores),
+        Some(made) => made.read_back(dir, stores, quiet),
         None => Ok(()),
-    }
-}
-
-/// Roll back the hot journal a killed writer left, as the next ordinary reader of the store
-/// would: the checks and invariants open the stores read-only, which cannot. A store that
-/// cannot be opened is left as it is, for the reading to say so.
-fn recover(dir: &Path, stores: &[StoreDef]) {
-    for store in stores.iter().filter(|s| !s.postgres) {
-        let path = dir.join(&store.file);
-        let journal = dir.join(format!("{}-journal", store.file));
-        if !path.is_file() || !journal.is_file() {
-            continue;
-        }
-        if let Ok(conn) = rusqlite::Connection::open(&path) {
-            let _ = conn.query_row("SELECT count(*) FROM sqlite_schema", [], |r| {
-                r.get::<_, i64>(0)
-            });
-        }
     }
 }
 
@@ -185,8 +134,8 @@ pub struct Setup<'a> {
     pub design: &'a DesignDef,
     pub mode: Mode,
     pub timeout: Duration,
-    /// The server of the lab's PostgreSQL stores, when it has any.
-    pub pg: Option<&'a postgres::Server>,
+    /// The servers of the lab's stores, when any lives on one.
+    pub servers: Option<&'a servers::Server>,
 }
 
 /// Run `scenario` in the new directory `dir`, crashing the steps `arms` names.
@@ -210,7 +159,10 @@ pub fn scenario_killed(
 ) -> Result<ScenarioRun> {
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let dir = std::path::absolute(dir)?;
-    let made = setup.pg.map(|pg| pg.make(&setup.lab.stores)).transpose()?;
+    let made = setup
+        .servers
+        .map(|s| s.make(&setup.lab.stores))
+        .transpose()?;
     drop(attach(&dir, &setup.lab.stores, true)?);
     let places = Places::real(setup.lab, &dir, made.as_ref());
     let mut steps: Vec<StepRun> = Vec::new();
@@ -247,7 +199,7 @@ pub fn scenario_killed(
             StepDef::Check { name, check } => {
                 // A store that cannot be read back fails this check, naming why; the run goes
                 // on (the next read may succeed, and the invariants say what they find).
-                let back = read_back(&dir, &setup.lab.stores, made.as_ref());
+                let back = read_back(&dir, &setup.lab.stores, made.as_ref(), running.is_empty());
                 keep_stores(&dir, &setup.lab.stores, &dir.join(stores_dir(i, name)))?;
                 read_check(setup.lab, &dir, name, check, back)
             }
@@ -260,7 +212,7 @@ pub fn scenario_killed(
         "a background step outlived its scenario"
     );
     reaper.0.clear();
-    let found = read_back(&dir, &setup.lab.stores, made.as_ref())
+    let found = read_back(&dir, &setup.lab.stores, made.as_ref(), true)
         .and_then(|()| invariants(&dir, &setup.lab.stores, &setup.lab.invariants));
     let (found, unreadable) = match found {
         Ok(found) => (found, None),
@@ -273,30 +225,29 @@ pub fn scenario_killed(
     })
 }
 
-/// What a command line's placeholders `{lab}`, `{run}`, `{crashlab}` and `{store.NAME}`
-/// stand for.
+/// What a command line's placeholders `{lab}`, `{run}`, `{crashlab}`, `{store.NAME}` and
+/// `{store.NAME.queue}` stand for.
 pub struct Places {
     pub lab: String,
     pub run: String,
     pub crashlab: String,
-    /// Each store's path (SQLite) or URL (PostgreSQL), by name.
+    /// What each `{store.KEY}` stands for: a SQLite store's path, a database's URL, a
+    /// queue's broker URL (`NAME`) and name (`NAME.queue`).
     pub stores: Vec<(String, String)>,
 }
 
 impl Places {
     /// The paths of this machine: the lab file's directory, the scenario's directory, this
     /// program, and the run's stores.
-    pub fn real(lab: &UserLab, dir: &Path, made: Option<&postgres::Made>) -> Places {
+    pub fn real(lab: &UserLab, dir: &Path, made: Option<&servers::Made>) -> Places {
         let run = dir.display().to_string();
-        let stores = lab
+        let mut stores: Vec<(String, String)> = lab
             .stores
             .iter()
-            .map(|s| {
-                let url = made.and_then(|m| m.url(&s.name)).filter(|_| s.postgres);
-                let place = url.map_or_else(|| format!("{run}/{}", s.file), str::to_string);
-                (s.name.clone(), place)
-            })
+            .filter(|s| !s.kind.on_server())
+            .map(|s| (s.name.clone(), format!("{run}/{}", s.file)))
             .collect();
+        stores.extend(made.map(servers::Made::placeholders).unwrap_or_default());
         Places {
             lab: lab.dir.display().to_string(),
             run,
@@ -309,18 +260,15 @@ impl Places {
 
     /// The placeholders themselves: what evidence and `lab show` record, so that no path of
     /// the machine is written and the audit derives the same line from the lab file's copy.
-    /// A SQLite store is `{run}/FILE`; a PostgreSQL store's URL stays `{store.NAME}`.
+    /// A SQLite store is `{run}/FILE`; a store on a server stays `{store.NAME}` (and
+    /// `{store.NAME.queue}`).
     pub fn recorded(lab: &UserLab) -> Places {
+        // Each `{store.KEY}` of a store on a server stands for itself.
         let stores = lab
             .stores
             .iter()
-            .map(|s| {
-                let place = match s.postgres {
-                    true => format!("{{store.{}}}", s.name),
-                    false => format!("{{run}}/{}", s.file),
-                };
-                (s.name.clone(), place)
-            })
+            .filter(|s| !s.kind.on_server())
+            .map(|s| (s.name.clone(), format!("{{run}}/{}", s.file)))
             .collect();
         Places {
             lab: "{lab}".into(),
@@ -663,24 +611,6 @@ pub fn stem(index: usize, name: &str) -> String {
 /// Where a check step keeps the stores it read: `NN-name.stores`.
 pub fn stores_dir(index: usize, name: &str) -> String {
     format!("{}.stores", stem(index, name))
-}
-
-/// The suffixes of a SQLite store's files: itself, its journal, its WAL and shared memory.
-pub const STORE_SUFFIXES: [&str; 4] = ["", "-journal", "-wal", "-shm"];
-
-/// Copy every file of every store in `dir` into the new directory `to`.
-fn keep_stores(dir: &Path, stores: &[StoreDef], to: &Path) -> Result<()> {
-    std::fs::create_dir_all(to).with_context(|| format!("creating {}", to.display()))?;
-    for store in stores {
-        for suffix in STORE_SUFFIXES {
-            let name = format!("{}{suffix}", store.file);
-            if dir.join(&name).is_file() {
-                std::fs::copy(dir.join(&name), to.join(&name))
-                    .with_context(|| format!("keeping store '{}'", store.name))?;
-            }
-        }
-    }
-    Ok(())
 }
 
 /// A check step's record: its query's value on the stores in `dir`, or, where they could not

@@ -27,14 +27,16 @@ pub struct FileLab {
     pub designs: Vec<Spanned<Design>>,
 }
 
-/// A SQLite file in the run's directory (`sqlite = "app.db"`) or a database of its own on the
+/// A SQLite file in the run's directory (`sqlite = "app.db"`), a database of its own on the
 /// run's PostgreSQL server (`postgres = true`), created from `schema` (a file beside the lab
-/// file) before each scenario when given.
+/// file) before each scenario when given, or a queue of its own on the run's RabbitMQ broker
+/// (`rabbitmq = true`).
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Store {
     pub sqlite: Option<Spanned<String>>,
     pub postgres: Option<Spanned<bool>>,
+    pub rabbitmq: Option<Spanned<bool>>,
     pub schema: Option<Spanned<String>>,
 }
 

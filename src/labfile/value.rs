@@ -1,7 +1,7 @@
 //! A lab file as the value `crashlab lab show --json` prints for a built-in lab: one stack,
 //! `sqlite`; its checks are its stages; its designs and predictions are explore's.
 
-use super::lab::{StepDef, UserLab};
+use super::lab::{StepDef, StoreKind, UserLab};
 use crate::engine::explore::invariant::Invariant;
 use crate::engine::jepsen::Anomaly;
 use crate::engine::value::{
@@ -112,18 +112,25 @@ pub fn to_value(lab: &UserLab) -> LabValue {
             })
         })
         .collect();
-    let servers = ServersValue {
-        databases: lab
-            .stores
+    let of = |kind| -> Vec<String> {
+        lab.stores
             .iter()
-            .filter(|s| s.postgres)
+            .filter(|s| s.kind == kind)
             .map(|s| s.name.clone())
-            .collect(),
-        queues: Vec::new(),
-        pg_settings: super::postgres::SETTINGS
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect(),
+            .collect()
+    };
+    let databases = of(StoreKind::Postgres);
+    let servers = ServersValue {
+        // A private PostgreSQL server's settings, where one is started.
+        pg_settings: match databases.is_empty() {
+            true => Vec::new(),
+            false => super::postgres::SETTINGS
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+        },
+        databases,
+        queues: of(StoreKind::Rabbitmq),
     };
     LabValue {
         id: lab.id.clone(),
@@ -131,20 +138,24 @@ pub fn to_value(lab: &UserLab) -> LabValue {
         title: lab.title.clone(),
         roles: roles.clone(),
         stacks: vec![StackValue {
-            name: match servers.databases.is_empty() {
-                true => "sqlite".into(),
-                false => "postgres".into(),
+            // The servers its stores live on (`postgres-rabbitmq`), else `sqlite`.
+            name: match (servers.databases.is_empty(), servers.queues.is_empty()) {
+                (true, true) => "sqlite".into(),
+                (false, true) => "postgres".into(),
+                (true, false) => "rabbitmq".into(),
+                (false, false) => "postgres-rabbitmq".into(),
             },
             title: lab.title.clone(),
             stores: lab
                 .stores
                 .iter()
-                .map(|s| match s.postgres {
+                .map(|s| match s.kind.on_server() {
                     true => s.name.clone(),
                     false => s.file.clone(),
                 })
                 .collect(),
-            servers: (!servers.databases.is_empty()).then_some(servers),
+            servers: (!servers.databases.is_empty() || !servers.queues.is_empty())
+                .then_some(servers),
             roles,
             points: lab
                 .roles

@@ -79,18 +79,24 @@ pub fn run(command: Command) -> Result<i32> {
                 ("--junit", junit.is_some()),
                 ("--stack", stack.stack.is_some()),
                 ("--server", stack.server.is_some()),
-                ("--amqp-url", stack.amqp_url.is_some()),
                 ("--queue-type", stack.queue_type.is_some()),
             ];
             refuse_set(
                 &set,
                 "driver",
-                "--crash-mode (exit, abort, kill, hang), --step-timeout-ms, --pg-url and --out",
+                "--crash-mode (exit, abort, kill, hang), --step-timeout-ms, --pg-url, --amqp-url and --out",
             )?;
             let file = crate::labfile::load(std::path::Path::new(&lab))?;
             crate::labfile::driver::driver(
                 &file,
-                &labfile_options(crash_mode, "all", out, step_timeout_ms, false, stack.pg_url)?,
+                &labfile_options(
+                    crash_mode,
+                    "all",
+                    out,
+                    step_timeout_ms,
+                    false,
+                    (stack.pg_url, stack.amqp_url),
+                )?,
             )
         }
         Command::Chaos { lab, options } if crate::labfile::is_file(&lab) => {
@@ -110,10 +116,9 @@ pub fn run(command: Command) -> Result<i32> {
                 ("--junit", args.junit.is_some()),
                 ("--stack", args.stack.stack.is_some()),
                 ("--server", args.stack.server.is_some()),
-                ("--amqp-url", args.stack.amqp_url.is_some()),
                 ("--queue-type", args.stack.queue_type.is_some()),
             ];
-            refuse_set(&set, "explore", "--variants, --crash-mode (exit, abort, kill, hang), --step-timeout-ms, --pg-url, --json and --out")?;
+            refuse_set(&set, "explore", "--variants, --crash-mode (exit, abort, kill, hang), --step-timeout-ms, --pg-url, --amqp-url, --json and --out")?;
             let file = crate::labfile::load(std::path::Path::new(&args.lab))?;
             let options = labfile_options(
                 args.crash_mode,
@@ -121,7 +126,7 @@ pub fn run(command: Command) -> Result<i32> {
                 args.out.clone(),
                 args.step_timeout_ms,
                 args.json,
-                args.stack.pg_url.clone(),
+                (args.stack.pg_url.clone(), args.stack.amqp_url.clone()),
             )?;
             crate::labfile::explore::explore(&file, &options)
         }
@@ -347,10 +352,9 @@ fn labfile_chaos(lab: &str, o: &engine::load::chaos::Options) -> Result<i32> {
         ("--store-profile", o.power.store_profile.is_some()),
         ("--stack", o.stack.stack.is_some()),
         ("--server", o.stack.server.is_some()),
-        ("--amqp-url", o.stack.amqp_url.is_some()),
         ("--queue-type", o.stack.queue_type.is_some()),
     ];
-    refuse_set(&set, "chaos", "--variant, --kills, --seed, --runs, --process-timeout-ms, --timeout-ms, --pg-url, --json and --out")?;
+    refuse_set(&set, "chaos", "--variant, --kills, --seed, --runs, --process-timeout-ms, --timeout-ms, --pg-url, --amqp-url, --json and --out")?;
     // The same bounds as a built-in lab's chaos, and at least one kill.
     engine::load::chaos::bounds(o, 1)?;
     if o.seed.checked_add(o.runs - 1).is_none() {
@@ -369,7 +373,7 @@ fn labfile_chaos(lab: &str, o: &engine::load::chaos::Options) -> Result<i32> {
         o.out.clone(),
         o.process_timeout_ms,
         o.json,
-        o.stack.pg_url.clone(),
+        (o.stack.pg_url.clone(), o.stack.amqp_url.clone()),
     )?;
     let plan = crate::labfile::chaos::Plan {
         seed: o.seed,
@@ -388,7 +392,7 @@ fn labfile_options(
     out: Option<std::path::PathBuf>,
     step_timeout_ms: u64,
     json: bool,
-    pg_url: Option<String>,
+    (pg_url, amqp_url): (Option<String>, Option<String>),
 ) -> Result<crate::labfile::explore::Options> {
     let Some(mode) = mode.process() else {
         return Err(fail::usage(format!(
@@ -403,6 +407,7 @@ fn labfile_options(
         timeout: std::time::Duration::from_millis(step_timeout_ms),
         json,
         pg_url,
+        amqp_url,
         command: std::iter::once("crashlab".to_string())
             .chain(recorded_args())
             .collect(),

@@ -224,13 +224,17 @@ impl Servers {
         pg && mq
     }
 
-    /// The private PostgreSQL server's postmaster, while it runs: a child of this process
-    /// that no role started.
-    pub fn pg_pid(&self) -> Option<libc::pid_t> {
-        match &self.pg {
-            Some((Pg::Private(p), _)) => p.pid(),
-            _ => None,
+    /// The private servers' own processes while they run (the postmaster, the Erlang node,
+    /// epmd): children of this process that no role started.
+    pub fn pids(&self) -> Vec<libc::pid_t> {
+        let mut pids = Vec::new();
+        if let Some((Pg::Private(p), _)) = &self.pg {
+            pids.extend(p.pid());
         }
+        if let Some((Mq::Private(m), _)) = &self.mq {
+            pids.extend(m.pids());
+        }
+        pids
     }
 
     /// The PostgreSQL server's administrative URL (its `postgres` database), if there is one.

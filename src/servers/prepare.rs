@@ -6,7 +6,7 @@ use std::path::Path;
 
 use anyhow::Result;
 
-use super::{names, postgres, queues, rabbitmq, Kind, Mq, Servers};
+use super::{names, postgres, queues, Kind, Mq, Servers};
 use crate::engine::stack::{QueueType, StackDef};
 use crate::fail;
 use crate::stackfile::StackFile;
@@ -71,7 +71,7 @@ impl Servers {
                 let names: Vec<&str> = file.queues.values().map(String::as_str).collect();
                 match self.settled {
                     Some(_) => queues::purge(url, &names)?,
-                    None => rabbitmq::delete_queues(url, &names)?,
+                    None => queues::delete(url, &names)?,
                 }
             }
             crate::stackfile::write(work, &file)
@@ -109,7 +109,7 @@ impl Servers {
             match self.settled {
                 // Kept for the next case (the run's end takes the node down with them).
                 Some(_) => queues::purge(url, &names)?,
-                None => rabbitmq::delete_queues(url, &names)?,
+                None => queues::delete(url, &names)?,
             }
         }
         Ok(())
@@ -170,7 +170,7 @@ impl Servers {
                 .transpose()?;
             let mut names: Vec<&str> = settled.values().map(String::as_str).collect();
             names.extend(probe.as_deref());
-            rabbitmq::delete_queues(&url, &names)?;
+            queues::delete(&url, &names)?;
             queues::declare(&url, &names, self.queue_type)?;
             std::thread::sleep(std::time::Duration::from_millis(*wait_ms));
             self.restart(Kind::Rabbitmq)?;

@@ -2,7 +2,7 @@
 //! looked for. Every call is one bounded connection.
 
 use anyhow::{Context, Result};
-use lapin::options::{QueueDeclareOptions, QueuePurgeOptions};
+use lapin::options::{QueueDeclareOptions, QueueDeleteOptions, QueuePurgeOptions};
 use lapin::types::{AMQPValue, FieldTable};
 
 use super::rabbitmq::{block_on, connect};
@@ -48,39 +48,68 @@ fn check_ours(names: &[&str]) {
     }
 }
 
-/// Declare queues `names` (durable, of `queue_type`).
-pub fn declare(url: &str, names: &[&str], queue_type: QueueType) -> Result<()> {
+/// What `each` does to a queue.
+#[derive(Clone, Copy)]
+enum Op {
+    /// Declare it (durable, of this type).
+    Declare(QueueType),
+    /// Drop every ready message (the processes that held deliveries are gone, so the broker
+    /// has put theirs back).
+    Purge,
+    /// Delete it, with whatever it holds.
+    Delete,
+}
+
+/// `op` on each of queues `names`, over one connection.
+fn each(url: &str, names: &[&str], op: Op) -> Result<()> {
     check_ours(names);
+    if names.is_empty() {
+        return Ok(());
+    }
     block_on(async {
         let connection = connect(url).await.map_err(|e| unreachable(url, &e))?;
         let channel = connection.create_channel().await?;
         for name in names {
-            channel
-                .queue_declare((*name).into(), options(false), arguments(queue_type))
-                .await
-                .with_context(|| format!("declaring queue {name}"))?;
+            let queue = (*name).into();
+            let done = match op {
+                Op::Declare(queue_type) => channel
+                    .queue_declare(queue, options(false), arguments(queue_type))
+                    .await
+                    .map(drop),
+                Op::Purge => channel
+                    .queue_purge(queue, QueuePurgeOptions::default())
+                    .await
+                    .map(drop),
+                Op::Delete => channel
+                    .queue_delete(queue, QueueDeleteOptions::default())
+                    .await
+                    .map(drop),
+            };
+            let verb = match op {
+                Op::Declare(_) => "declaring",
+                Op::Purge => "purging",
+                Op::Delete => "deleting",
+            };
+            done.with_context(|| format!("{verb} queue {name}"))?;
         }
         let _ = connection.close(200, "crashlab: done".into()).await;
         Ok(())
     })?
 }
 
-/// Drop every message of queues `names` (ready ones: the processes that held deliveries are
-/// gone, so the broker has put theirs back).
+/// Declare queues `names` (durable, of `queue_type`).
+pub fn declare(url: &str, names: &[&str], queue_type: QueueType) -> Result<()> {
+    each(url, names, Op::Declare(queue_type))
+}
+
+/// Drop every ready message of queues `names`.
 pub fn purge(url: &str, names: &[&str]) -> Result<()> {
-    check_ours(names);
-    block_on(async {
-        let connection = connect(url).await.map_err(|e| unreachable(url, &e))?;
-        let channel = connection.create_channel().await?;
-        for name in names {
-            channel
-                .queue_purge((*name).into(), QueuePurgeOptions::default())
-                .await
-                .with_context(|| format!("purging queue {name}"))?;
-        }
-        let _ = connection.close(200, "crashlab: done".into()).await;
-        Ok(())
-    })?
+    each(url, names, Op::Purge)
+}
+
+/// Delete queues `names` (each a `crashlab_` name) if they exist.
+pub fn delete(url: &str, names: &[&str]) -> Result<()> {
+    each(url, names, Op::Delete)
 }
 
 /// How long one queue may take to answer a look or a purge in `usable`.

@@ -225,6 +225,15 @@ impl Private {
         format!("amqp://guest:guest@127.0.0.1:{}/%2f", self.port)
     }
 
+    /// The node's and epmd's pids, while they run.
+    pub fn pids(&self) -> Vec<libc::pid_t> {
+        [&self.child, &self.epmd]
+            .into_iter()
+            .flatten()
+            .map(|c| c.id() as libc::pid_t)
+            .collect()
+    }
+
     pub fn running(&self) -> bool {
         self.child.is_some()
     }
@@ -292,38 +301,4 @@ pub fn reach_given(url: &str) -> Result<()> {
             fail::one_line(&e)
         ))
     })
-}
-
-/// Delete queues `names` (each a `crashlab_` name) if they exist.
-pub fn delete_queues(url: &str, names: &[&str]) -> Result<()> {
-    for name in names {
-        assert!(
-            super::names::ours(name),
-            "crashlab touches only its own names: {name}"
-        );
-    }
-    if names.is_empty() {
-        return Ok(());
-    }
-    block_on(async {
-        let connection = connect(url).await.map_err(|e| {
-            fail::unavailable(format!(
-                "cannot reach RabbitMQ at {}: {}",
-                super::postgres::redact(url),
-                fail::one_line(&e)
-            ))
-        })?;
-        let channel = connection.create_channel().await?;
-        for name in names {
-            channel
-                .queue_delete(
-                    (*name).into(),
-                    lapin::options::QueueDeleteOptions::default(),
-                )
-                .await
-                .with_context(|| format!("deleting queue {name}"))?;
-        }
-        let _ = connection.close(200, "crashlab: done".into()).await;
-        Ok(())
-    })?
 }

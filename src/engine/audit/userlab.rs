@@ -9,7 +9,8 @@ use std::path::Path;
 use super::tree::{plain, Tree};
 use super::Report;
 use crate::labfile::evidence::{self, Record, RunRecord, COPY, COPY_DIR, RECORD};
-use crate::labfile::run::{self, StepRun, STORE_SUFFIXES};
+use crate::labfile::run::{self, StepRun};
+use crate::labfile::stores::STORE_SUFFIXES;
 use crate::labfile::{chaos, driver, explore, ScenarioDef, StepDef, StoreDef, UserLab};
 
 pub(super) fn check(report: &mut Report, tree: &Tree) {

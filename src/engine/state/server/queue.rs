@@ -66,8 +66,21 @@ async fn open(url: &str) -> Result<(Connection, lapin::Channel)> {
     Ok((conn, channel))
 }
 
+/// What a passive declare reports of `queue`, or None when it does not exist.
+#[derive(Debug, Clone, Copy)]
+pub struct Looked {
+    /// Its ready messages (not those delivered and not yet acked).
+    pub ready: u32,
+    pub consumers: u32,
+}
+
 /// The ready messages of `queue`, or None when it does not exist.
 pub fn count(url: &str, queue: &str) -> Result<Option<u32>> {
+    Ok(look(url, queue)?.map(|l| l.ready))
+}
+
+/// Look at `queue` without touching its messages, or None when it does not exist.
+pub fn look(url: &str, queue: &str) -> Result<Option<Looked>> {
     runtime()?.block_on(async {
         let (conn, channel) = open(url).await?;
         let options = QueueDeclareOptions {
@@ -80,7 +93,10 @@ pub fn count(url: &str, queue: &str) -> Result<Option<u32>> {
         )
         .await;
         let found = match declared {
-            Ok(Ok(q)) => Some(q.message_count()),
+            Ok(Ok(q)) => Some(Looked {
+                ready: q.message_count(),
+                consumers: q.consumer_count(),
+            }),
             // A passive declare of a missing queue closes the channel with 404.
             Ok(Err(e)) if e.to_string().contains("NOT_FOUND") || e.to_string().contains("404") => {
                 None
