@@ -113,3 +113,24 @@ pub fn write(
     evidence::write_manifest(out)?;
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    /// The audit draws report.html again from `labfile.json`: every wall time must parse back
+    /// as the very f64 written, not one ULP off, or a bar's width rounds the other way.
+    #[test]
+    fn a_wall_time_parses_back_as_the_f64_written() {
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        for _ in 0..200_000 {
+            // xorshift: wall times of 0 to 100 s, as a clock's nanoseconds make them.
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let wall = std::time::Duration::from_nanos(x % 100_000_000_000);
+            let wall_ms = wall.as_secs_f64() * 1000.0;
+            let text = serde_json::to_string(&wall_ms).unwrap();
+            let back: f64 = serde_json::from_str(&text).unwrap();
+            assert_eq!(back.to_bits(), wall_ms.to_bits(), "{text}");
+        }
+    }
+}
