@@ -283,6 +283,54 @@ fn a_role_that_forks_and_is_crashed_leaves_no_process_behind() {
     }
 }
 
+/// What a running role left in its own group after its parent exited (a double fork) is that
+/// role's, not an orphan of the steps that end meanwhile: their sweeps pass it by, and it
+/// finishes its write.
+#[test]
+fn a_running_roles_double_forked_child_outlives_the_other_steps_sweeps() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = r#"id = "daemon"
+title = "A background role whose worker is double-forked"
+
+[stores.db]
+sqlite = "db.sqlite"
+schema = "db.sql"
+
+[roles.daemon]
+command = ["sh", "{lab}/job.sh", "{store.db}", "{crashlab}"]
+points = { "daemon.ready" = "its worker runs" }
+
+[roles.quick]
+command = ["sleep", "0.5"]
+
+[[scenarios]]
+name = "meanwhile"
+steps = [
+  { role = "daemon", ready = "daemon.ready" },
+  { role = "quick" }, { role = "quick", name = "q2" }, { role = "quick", name = "q3" },
+  { role = "quick", name = "q4" }, { role = "quick", name = "q5" },
+  { stop = "daemon" },
+  { check = "rows" },
+]
+
+[[checks]]
+name = "rows"
+sql = "SELECT count(*) FROM db.t"
+expect = 1
+
+[[designs]]
+name = "correct"
+predict = []
+"#;
+    // The worker's parent (a subshell) exits at once: it is this crashlab's to reap from then
+    // on, and its write lands a second later, while the quick steps end one after another.
+    let daemon = "db=$1; crashlab=$2\n( (sleep 1; sqlite3 \"$db\" \"INSERT INTO t VALUES (1)\") & )\n\"$crashlab\" point daemon.ready || exit $?\nsleep 30\n";
+    let file = lab(dir.path(), text, daemon);
+    let out = crashlab(dir.path(), &["driver", &file, "--out", "o"]);
+    assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
+    assert!(stdout(&out).contains("1 (expected 1)"), "{}", stdout(&out));
+}
+
 #[test]
 fn what_a_role_starts_outside_its_group_is_killed_when_its_step_ends() {
     let dir = tempfile::tempdir().unwrap();
@@ -408,7 +456,7 @@ fn a_role_that_floods_its_stdout_is_killed_at_the_bound_not_at_its_timeout() {
 fn the_python_outbox_example_breaks_exactly_where_predicted() {
     let dir = tempfile::tempdir().unwrap();
     let o = dir.path().join("o");
-    let text = explore_all("examples/python-outbox/crashlab.toml", &o);
+    let text = explore_all("examples/python-outbox/crashlab.toml", "1", &o);
     audit_passes(&o);
     // A crashed step's exit changed in the record: its events still show the crash.
     let record = o.join("labfile.json");
@@ -467,11 +515,21 @@ fn audit_passes_as(dir: &Path, id: &str) {
     );
 }
 
-/// `explore EXAMPLE --variants all --json --out o` from the repository's root, which must
-/// pass: its JSON report.
-fn explore_all(example: &str, o: &Path) -> String {
+/// `explore EXAMPLE --variants all --jobs JOBS --json --out o` from the repository's root,
+/// which must pass: its JSON report. Its cases are judged alike one at a time and `jobs` at
+/// once, and listed in the same order.
+fn explore_all(example: &str, jobs: &str, o: &Path) -> String {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let args = ["explore", example, "--variants", "all", "--json", "--out"];
+    let args = [
+        "explore",
+        example,
+        "--variants",
+        "all",
+        "--jobs",
+        jobs,
+        "--json",
+        "--out",
+    ];
     let out = crashlab(root, &[&args[..], &[o.to_str().unwrap()]].concat());
     assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
     stdout(&out)
@@ -504,7 +562,7 @@ fn lab_14_as_a_lab_file_breaks_where_the_built_in_lab_predicts() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let dir = tempfile::tempdir().unwrap();
     let o = dir.path().join("o");
-    let report = explore_all("examples/outbox-inbox/crashlab.toml", &o);
+    let report = explore_all("examples/outbox-inbox/crashlab.toml", "2", &o);
     let report: serde_json::Value = serde_json::from_str(&report).unwrap();
     // (design, point, hit) of every case, and of those that broke.
     let mut crashed = BTreeSet::new();
@@ -566,7 +624,7 @@ fn lab_14_as_a_lab_file_breaks_where_the_built_in_lab_predicts() {
 fn outbox_explored(example: &str, placeholder: &str, scheme: &str) -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     let o = dir.path().join("o");
-    let report = explore_all(&format!("examples/{example}/crashlab.toml"), &o);
+    let report = explore_all(&format!("examples/{example}/crashlab.toml"), "3", &o);
     assert_eq!(
         broke(&report),
         [
@@ -654,6 +712,10 @@ fn the_python_outbox_on_postgres_breaks_where_predicted_and_its_copies_audit() {
         (
             &["driver", "--keep-db"][..],
             "--keep-db: a lab file's driver takes",
+        ),
+        (
+            &["explore", "--jobs", "0"][..],
+            "--jobs 0 is out of range (1 to 64)",
         ),
     ] {
         let out = crashlab(
@@ -902,7 +964,7 @@ fn the_shell_inbox_example_duplicates_exactly_where_predicted_and_reruns_pass() 
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let dir = tempfile::tempdir().unwrap();
     let o = dir.path().join("o");
-    let report = explore_all("examples/shell-inbox/crashlab.toml", &o);
+    let report = explore_all("examples/shell-inbox/crashlab.toml", "2", &o);
     let report: serde_json::Value = serde_json::from_str(&report).unwrap();
     let cases = report["cases"].as_array().unwrap();
     // Two designs, each a run without a crash and three messages of two points each.

@@ -4,13 +4,15 @@
 //! the design's predictions. An armed point the role never announced is NOT-REACHED.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
 use serde::Serialize;
 
 use super::evidence::{self, RunRecord};
-use super::lab::{DesignDef, StepDef, UserLab};
+use super::lab::{DesignDef, ScenarioDef, StepDef, UserLab};
 use super::run::{self, Arm, ScenarioRun, Setup};
 use crate::crash::Mode;
 use crate::engine::jepsen::Anomaly;
@@ -31,6 +33,8 @@ pub struct Options {
     pub pg_url: Option<String>,
     /// `--amqp-url`: the broker of the lab's RabbitMQ stores, instead of a private one.
     pub amqp_url: Option<String>,
+    /// Scenario runs at once (explore's `--jobs`; 1 elsewhere).
+    pub jobs: usize,
     /// The command line as the evidence records it (`crashlab` first, no machine path).
     pub command: Vec<String>,
 }
@@ -221,81 +225,102 @@ fn explore_into(
     printed: &mut Vec<String>,
 ) -> Result<i32> {
     let began = Instant::now();
-    let mut cases: Vec<Case> = Vec::new();
-    let mut announced_at: Vec<(String, String)> = Vec::new();
-    let mut runs: Vec<RunRecord> = Vec::new();
-    for design in chosen {
-        let setup = Setup {
+    let setups: Vec<Setup> = chosen
+        .iter()
+        .map(|design| Setup {
             lab,
             design,
             mode: options.mode,
             timeout: options.timeout,
             servers,
-        };
-        for scenario in &lab.scenarios {
-            let base = out.join(&design.name).join(&scenario.name);
-            let ran = run::scenario(&setup, scenario, &base.join("no-crash"), &[])?;
-            let (found, predicted, verdict) =
-                judge(lab, design, scenario, &ran, None, options.mode);
+        })
+        .collect();
+    // First each design's scenarios without a crash, which say where the cases crash; then
+    // every case. Each run has its own directory, SQLite files, databases and queues, so
+    // `--jobs` of them run at once; their records keep the order of a serial run.
+    let plain: Vec<Job> = setups
+        .iter()
+        .flat_map(|setup| lab.scenarios.iter().map(move |scenario| (setup, scenario)))
+        .map(|(setup, scenario)| Job {
+            setup,
+            scenario,
+            dir: out
+                .join(&setup.design.name)
+                .join(&scenario.name)
+                .join("no-crash"),
+            at: "no crash".into(),
+            arm: None,
+        })
+        .collect();
+    let plain_runs = run_all(&plain, options.jobs)?;
+    let mut crashed: Vec<Job> = Vec::new();
+    // How many of them each run without a crash gave, in its order.
+    let mut given: Vec<usize> = Vec::new();
+    for (job, ran) in plain.iter().zip(&plain_runs) {
+        let before = crashed.len();
+        // The points a role declares: one it announced without declaring is the run
+        // without a crash's fault (judge), never a case.
+        let arms = ran
+            .steps
+            .iter()
+            .enumerate()
+            .flat_map(|(i, s)| s.points.iter().map(move |(p, h)| (i, p.clone(), *h)))
+            .filter(|(_, p, _)| lab.point(p).is_some());
+        for arm in arms {
+            if plain.len() + crashed.len() >= CASES_MAX {
+                return Err(fail::usage(format!(
+                    "more than {CASES_MAX} cases: name fewer designs with --variants"
+                )));
+            }
+            let step = job.scenario.steps[arm.0].name();
+            let base = job.dir.parent().expect("a scenario's directory");
+            crashed.push(Job {
+                dir: base.join(format!("{:02}-{step}-{}@{}", arm.0 + 1, arm.1, arm.2)),
+                at: format!("{step}:{}@{}", arm.1, arm.2),
+                arm: Some(arm),
+                ..*job
+            });
+        }
+        given.push(crashed.len() - before);
+    }
+    let crashed_runs = run_all(&crashed, options.jobs)?;
+    let mut cases: Vec<Case> = Vec::new();
+    let mut announced_at: Vec<(String, String)> = Vec::new();
+    let mut runs: Vec<RunRecord> = Vec::new();
+    let mut rest = crashed.iter().zip(crashed_runs);
+    for ((job, ran), n) in plain.iter().zip(plain_runs).zip(given) {
+        let mine: Vec<_> = rest.by_ref().take(n).collect();
+        for (job, ran) in std::iter::once((job, ran)).chain(mine) {
+            let design = job.setup.design;
+            let (found, predicted, verdict) = judge(
+                lab,
+                design,
+                job.scenario,
+                &ran,
+                job.arm.as_ref(),
+                options.mode,
+            );
+            if let Some(arm) = &job.arm {
+                announced_at.push((design.name.clone(), arm.1.clone()));
+            }
             runs.push(RunRecord {
-                dir: rel(out, &base.join("no-crash")),
+                dir: rel(out, &job.dir),
                 design: design.name.clone(),
-                scenario: scenario.name.clone(),
-                arms: Vec::new(),
+                scenario: job.scenario.name.clone(),
+                arms: job.arm.iter().cloned().collect(),
                 kills: Vec::new(),
-                run: ran.clone(),
+                run: ran,
                 verdict: verdict.clone(),
             });
             cases.push(Case {
                 design: design.name.clone(),
-                scenario: scenario.name.clone(),
-                at: "no crash".into(),
+                scenario: job.scenario.name.clone(),
+                at: job.at.clone(),
                 anomalies: found,
                 predicted,
                 verdict,
-                dir: rel(out, &base.join("no-crash")),
+                dir: rel(out, &job.dir),
             });
-            // The points a role declares: one it announced without declaring is the run
-            // without a crash's fault (judge), never a case.
-            let arms: Vec<Arm> = ran
-                .steps
-                .iter()
-                .enumerate()
-                .flat_map(|(i, s)| s.points.iter().map(move |(p, h)| (i, p.clone(), *h)))
-                .filter(|(_, p, _)| lab.point(p).is_some())
-                .collect();
-            for arm in arms {
-                if cases.len() >= CASES_MAX {
-                    return Err(fail::usage(format!(
-                        "more than {CASES_MAX} cases: name fewer designs with --variants"
-                    )));
-                }
-                let step = scenario.steps[arm.0].name();
-                let at = format!("{step}:{}@{}", arm.1, arm.2);
-                let dir = base.join(format!("{:02}-{step}-{}@{}", arm.0 + 1, arm.1, arm.2));
-                let ran = run::scenario(&setup, scenario, &dir, std::slice::from_ref(&arm))?;
-                let (found, predicted, verdict) =
-                    judge(lab, design, scenario, &ran, Some(&arm), options.mode);
-                runs.push(RunRecord {
-                    dir: rel(out, &dir),
-                    design: design.name.clone(),
-                    scenario: scenario.name.clone(),
-                    arms: vec![arm.clone()],
-                    kills: Vec::new(),
-                    run: ran,
-                    verdict: verdict.clone(),
-                });
-                announced_at.push((design.name.clone(), arm.1.clone()));
-                cases.push(Case {
-                    design: design.name.clone(),
-                    scenario: scenario.name.clone(),
-                    at,
-                    anomalies: found,
-                    predicted,
-                    verdict,
-                    dir: rel(out, &dir),
-                });
-            }
         }
     }
     // A prediction whose point was never announced proves nothing: it is NOT-REACHED.
@@ -418,6 +443,68 @@ fn exit_code(cases: &[Case], unproven: &[String]) -> i32 {
     } else {
         fail::EXIT_OK
     }
+}
+
+/// One scenario run of explore: a design's scenario without a crash, or crashed at one arm.
+struct Job<'a> {
+    setup: &'a Setup<'a>,
+    scenario: &'a ScenarioDef,
+    dir: PathBuf,
+    /// `no crash`, or `step:point@hit`.
+    at: String,
+    arm: Option<Arm>,
+}
+
+/// Run every job, `jobs` at a time; the runs in the jobs' order. The first error (in the
+/// jobs' order) stops the jobs not yet started and is returned; so does an interrupt.
+fn run_all(all: &[Job], jobs: usize) -> Result<Vec<ScenarioRun>> {
+    assert!(jobs >= 1, "--jobs is at least 1");
+    let one = |job: &Job| {
+        let arms = job.arm.as_slice();
+        run::scenario(job.setup, job.scenario, &job.dir, arms)
+    };
+    if jobs == 1 {
+        return all.iter().map(one).collect();
+    }
+    let next = AtomicUsize::new(0);
+    let stop = AtomicBool::new(false);
+    let done: Mutex<Vec<Option<Result<ScenarioRun>>>> =
+        Mutex::new(all.iter().map(|_| None).collect());
+    std::thread::scope(|scope| {
+        for _ in 0..jobs.min(all.len()) {
+            scope.spawn(|| {
+                // Each job is taken once: at most all.len() turns.
+                for _ in 0..all.len() {
+                    if stop.load(Ordering::SeqCst) || crate::interrupt::caught().is_some() {
+                        break;
+                    }
+                    let i = next.fetch_add(1, Ordering::SeqCst);
+                    let Some(job) = all.get(i) else { break };
+                    let ran = one(job);
+                    if ran.is_err() {
+                        stop.store(true, Ordering::SeqCst);
+                    }
+                    done.lock().unwrap_or_else(|p| p.into_inner())[i] = Some(ran);
+                }
+            });
+        }
+    });
+    let done = done.into_inner().unwrap_or_else(|p| p.into_inner());
+    if let Some(e) = done.iter().position(|r| matches!(r, Some(Err(_)))) {
+        let Some(Some(Err(e))) = done.into_iter().nth(e) else {
+            unreachable!("found above")
+        };
+        return Err(e);
+    }
+    done.into_iter()
+        .map(|r| match r {
+            Some(ran) => ran,
+            // Not started: only an interrupt leaves a job so without an error.
+            None => Err(anyhow::Error::new(crate::interrupt::Interrupted(
+                crate::interrupt::caught().unwrap_or(libc::SIGINT),
+            ))),
+        })
+        .collect()
 }
 
 fn rel(out: &Path, dir: &Path) -> String {

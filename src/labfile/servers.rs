@@ -5,8 +5,8 @@
 //! ends. Before each check step and at the end, each is read back into a SQLite copy in the
 //! run's directory, so that the checks, the invariants and the audit need no server.
 
-use std::cell::Cell;
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use anyhow::{Context, Result};
 
@@ -23,7 +23,7 @@ pub struct Server {
     amqp_url: Option<String>,
     _dir: tempfile::TempDir,
     /// Scenario runs made so far: each run's databases and queues are named for its number.
-    runs: Cell<u64>,
+    runs: AtomicU64,
     /// Random, drawn once: two crashlabs on one server (in other PID namespaces, the same
     /// pid) never name a database or a queue alike.
     tag: String,
@@ -85,7 +85,7 @@ impl Server {
             amqp_url: servers.amqp_url(),
             _servers: servers,
             _dir: dir,
-            runs: Cell::new(0),
+            runs: AtomicU64::new(0),
             tag: {
                 use std::hash::{BuildHasher, Hasher};
                 let random = std::collections::hash_map::RandomState::new()
@@ -128,8 +128,8 @@ impl Server {
     /// A fresh database (made from its schema) or queue for each store of one scenario run
     /// that lives on a server.
     pub fn make(&self, stores: &[StoreDef]) -> Result<Made> {
-        let run = self.runs.get() + 1;
-        self.runs.set(run);
+        // Runs made at once on several threads (explore --jobs) each take their own number.
+        let run = self.runs.fetch_add(1, Ordering::Relaxed) + 1;
         let mut made = Made {
             pg_url: self.pg_url.clone(),
             amqp_url: self.amqp_url.clone(),

@@ -110,7 +110,6 @@ pub fn run(command: Command) -> Result<i32> {
                 ("--cut", args.cut.is_some()),
                 ("--seed", args.seed.is_some()),
                 ("--max-states", args.max_states.is_some()),
-                ("--jobs", args.jobs.is_some()),
                 ("--work-dir", args.work_dir.is_some()),
                 ("--shard", args.shard.is_some()),
                 ("--junit", args.junit.is_some()),
@@ -118,9 +117,9 @@ pub fn run(command: Command) -> Result<i32> {
                 ("--server", args.stack.server.is_some()),
                 ("--queue-type", args.stack.queue_type.is_some()),
             ];
-            refuse_set(&set, "explore", "--variants, --crash-mode (exit, abort, kill, hang), --step-timeout-ms, --pg-url, --amqp-url, --json and --out")?;
+            refuse_set(&set, "explore", "--variants, --jobs, --crash-mode (exit, abort, kill, hang), --step-timeout-ms, --pg-url, --amqp-url, --json and --out")?;
             let file = crate::labfile::load(std::path::Path::new(&args.lab))?;
-            let options = labfile_options(
+            let mut options = labfile_options(
                 args.crash_mode,
                 &args.variants,
                 args.out.clone(),
@@ -128,6 +127,16 @@ pub fn run(command: Command) -> Result<i32> {
                 args.json,
                 (args.stack.pg_url.clone(), args.stack.amqp_url.clone()),
             )?;
+            // One case at a time unless asked: a user's roles may share what crashlab does not
+            // give each run (a fixed port, a file outside {run}).
+            options.jobs = args.jobs.unwrap_or(1);
+            if options.jobs == 0 || options.jobs > engine::explore::JOBS_MAX {
+                return Err(fail::usage(format!(
+                    "--jobs {} is out of range (1 to {})",
+                    options.jobs,
+                    engine::explore::JOBS_MAX
+                )));
+            }
             crate::labfile::explore::explore(&file, &options)
         }
         Command::Points { lab: name, json } => {
@@ -408,6 +417,7 @@ fn labfile_options(
         json,
         pg_url,
         amqp_url,
+        jobs: 1,
         command: std::iter::once("crashlab".to_string())
             .chain(recorded_args())
             .collect(),

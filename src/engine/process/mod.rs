@@ -36,15 +36,12 @@ pub fn forget(pid: libc::pid_t) {
     children().retain(|p| *p != pid);
 }
 
-/// A child was spawned by another module (the load pipeline): remember it.
-pub fn remember(pid: libc::pid_t) {
-    children().push(pid);
-}
-
 /// The last word of an interrupted run: every child not reaped yet killed (none may outlive
 /// the run, even one a path forgot), then `interrupt::finish`.
 pub fn interrupted(signal: libc::c_int, partial: Option<&Path>) -> anyhow::Error {
     kill_all();
+    // What the killed roles forked, adopted as their orphans: gone before the line is said.
+    orphans::sweep_orphans(orphans::INTERRUPTED_BOUND);
     crate::interrupt::finish(signal, partial)
 }
 

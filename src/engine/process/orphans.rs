@@ -52,6 +52,12 @@ fn spared() -> std::sync::MutexGuard<'static, Vec<libc::pid_t>> {
 /// SIGKILL the process group `group` and every child of this process but those in `keep`
 /// (a role still running in the background), reaping each, until none is left or `bound`
 /// passes. True when none is left. Only for a caller whose other children are all roles'.
+///
+/// Roles of other scenario runs may run meanwhile, on other threads (explore --jobs): their
+/// leaders, not reaped yet, are listed (`children`), and so is every process still in one of
+/// their groups; neither is swept. The list is read under the lock `spawn` holds from fork to
+/// listing, so a role being started is never taken for an orphan. An orphan that left its
+/// group (`setsid`) cannot be told apart, and whichever sweep comes first kills it.
 pub fn sweep(group: libc::pid_t, bound: Duration, keep: &[libc::pid_t]) -> bool {
     let Some(group) = Pid::from_raw(group) else {
         return true;
@@ -61,18 +67,29 @@ pub fn sweep(group: libc::pid_t, bound: Duration, keep: &[libc::pid_t]) -> bool 
     loop {
         let _ = kill_process_group(group, Signal::KILL);
         let passed = spared().clone();
-        let children: Vec<Pid> = children_of(getpid())
-            .into_iter()
-            .filter(|c| {
-                let pid = c.as_raw_nonzero().get();
-                !keep.contains(&pid) && !passed.contains(&pid)
-            })
-            .collect();
-        for child in &children {
-            let _ = kill_process(*child, Signal::KILL);
-            // Reaped once dead; a zombie still holds its group's id.
-            let _ = waitpid(Some(*child), WaitOptions::NOHANG);
-        }
+        let children = {
+            let live = super::children();
+            let others =
+                |pid: libc::pid_t| pid != group.as_raw_nonzero().get() && live.contains(&pid);
+            let children: Vec<Pid> = children_of(getpid())
+                .into_iter()
+                .filter(|c| {
+                    let pid = c.as_raw_nonzero().get();
+                    let in_other_group = rustix::process::getpgid(Some(*c))
+                        .is_ok_and(|g| others(g.as_raw_nonzero().get()));
+                    !keep.contains(&pid)
+                        && !passed.contains(&pid)
+                        && !others(pid)
+                        && !in_other_group
+                })
+                .collect();
+            for child in &children {
+                let _ = kill_process(*child, Signal::KILL);
+                // Reaped once dead; a zombie still holds its group's id.
+                let _ = waitpid(Some(*child), WaitOptions::NOHANG);
+            }
+            children
+        };
         let group_gone = test_kill_process_group(group).is_err();
         if group_gone && children.is_empty() {
             return true;
@@ -84,6 +101,37 @@ pub fn sweep(group: libc::pid_t, bound: Duration, keep: &[libc::pid_t]) -> bool 
         }
         // Quick for the common case (a killed process dies within milliseconds), and no busy
         // loop for one that does not.
+        std::thread::sleep(slice);
+        slice = (slice * 2).min(SLICE_MAX);
+    }
+}
+
+/// How long an interrupted run waits for its roles' orphans to die.
+pub const INTERRUPTED_BOUND: Duration = Duration::from_secs(2);
+
+/// After every role was killed (an interrupt): SIGKILL and reap each child this process
+/// adopted, until none is left or `bound` passes. Only where `adopt_orphans` made this
+/// process their reaper: elsewhere a child that is not a role's is a server's own, which its
+/// owner stops.
+pub fn sweep_orphans(bound: Duration) {
+    if !spared().contains(&0) {
+        return;
+    }
+    let deadline = Instant::now() + bound;
+    let mut slice = SLICE;
+    loop {
+        let passed = spared().clone();
+        let children: Vec<Pid> = children_of(getpid())
+            .into_iter()
+            .filter(|c| !passed.contains(&c.as_raw_nonzero().get()))
+            .collect();
+        if children.is_empty() || Instant::now() >= deadline {
+            return;
+        }
+        for child in &children {
+            let _ = kill_process(*child, Signal::KILL);
+            let _ = waitpid(Some(*child), WaitOptions::NOHANG);
+        }
         std::thread::sleep(slice);
         slice = (slice * 2).min(SLICE_MAX);
     }
