@@ -70,7 +70,7 @@ pub struct Args {
     /// with more is explored to the bound in a seeded order and reported bounded
     #[arg(long, value_name = "N")]
     pub max_states: Option<usize>,
-    /// Cases run at once (default: the number of cores)
+    /// Cases run at once (default: the number of cores; for a lab file, 1)
     #[arg(long, value_name = "N")]
     pub jobs: Option<usize>,
     /// Print explore.json to stdout (one JSON document) instead of the table
