@@ -84,6 +84,7 @@ fn each_mistake_is_one_line_with_its_place_and_exit_2() {
         ("sqlite = \"db.sqlite\"", "sqlite = \"db.sqlite\"\npostgres = true", ":5:1: store 'db': say one of sqlite = \"FILE\", postgres = true or rabbitmq = true"),
         ("sqlite = \"db.sqlite\"", "rabbitmq = true", ":7:10: store 'db': a queue has no schema"),
         ("{store.db}", "{store.db.queue}", ":9:31: placeholder {store.db.queue}: store 'db' is not a queue"),
+        ("[stores.db]", "[stores.\"../db\"]", ":5:1: a store's name '../db': use letters, digits and '_'"),
         ("name = \"correct\"\npredict", "name = \"correct\"\nargs = { jobb = [\"-v\"] }\npredict", ":31:8: design 'correct': args for role 'jobb', which no role is"),
         ("sqlite = \"db.sqlite\"", "postgres = false", ":5:1: store 'db': say one of sqlite = \"FILE\", postgres = true or rabbitmq = true"),
     ];
@@ -804,17 +805,91 @@ fn the_python_outbox_over_rabbitmq_breaks_where_predicted_and_its_queue_copies_a
         "correct/two-orders/no-crash/03-check-queued.stores/events.rabbitmq.db",
     );
     audit_fails(&o, "check queued");
-    // --amqp-url is refused where no store is a queue, before anything runs; a broker that
+    // A run whose command masks a password cannot be run again: said, exit 2, nothing run.
+    let record = o.join("labfile.json");
+    let mut value: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&record).unwrap()).unwrap();
+    let command = value["command"].as_array_mut().unwrap();
+    command.push("--amqp-url".into());
+    command.push("amqp://guest:***@127.0.0.1:1/%2f".into());
+    std::fs::write(&record, serde_json::to_vec(&value).unwrap()).unwrap();
+    let out = crashlab(root, &["audit", "--rerun", o.to_str().unwrap()]);
+    assert_eq!(code(&out), 2, "{}{}", stdout(&out), stderr(&out));
+    assert!(
+        stderr(&out).contains("whose password the evidence masks"),
+        "{}",
+        stderr(&out)
+    );
+    // A queue a role deleted cannot be read back: the check says why, no copy is kept for
+    // it, and the audit takes the one for the other.
+    let gone = dir.path().join("gone");
+    std::fs::create_dir(&gone).unwrap();
+    let text = r#"id = "gone"
+title = "A role deletes its queue"
+
+[stores.q]
+rabbitmq = true
+
+[roles.deleter]
+command = ["python3", "-c", "import pika, sys; pika.BlockingConnection(pika.URLParameters(sys.argv[1])).channel().queue_delete(sys.argv[2])", "{store.q}", "{store.q.queue}"]
+
+[[scenarios]]
+name = "deleted"
+steps = [{ role = "deleter" }, { check = "left" }]
+
+[[checks]]
+name = "left"
+sql = "SELECT count(*) FROM q.messages"
+expect = 0
+
+[[designs]]
+name = "correct"
+predict = []
+"#;
+    std::fs::write(gone.join("crashlab.toml"), text).unwrap();
+    let out = crashlab(&gone, &["driver", "crashlab.toml", "--out", "o"]);
+    assert_eq!(code(&out), 1, "{}{}", stdout(&out), stderr(&out));
+    assert!(
+        stdout(&out).contains("error: store 'q': reading it back from rabbitmq"),
+        "{}",
+        stdout(&out)
+    );
+    assert!(!gone
+        .join("o/deleted/02-check-left.stores/q.rabbitmq.db")
+        .exists());
+    assert!(!gone.join("o/deleted/q.rabbitmq.db").exists());
+    let out = crashlab(&gone, &["audit", "o"]);
+    assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
+    // --amqp-url is refused where no store is a queue, and where it is no AMQP URL, before
+    // anything runs; so is an --out that exists, before a broker is reached; a broker that
     // does not answer is one line, exit 69, and nothing is left.
     let none = dir.path().join("none");
-    for (lab, code_, line) in [
+    for (lab, url, out_dir, code_, line) in [
         (
             "examples/python-outbox/crashlab.toml",
+            "amqp://guest:guest@127.0.0.1:1/%2f",
+            &none,
             2,
             "crashlab: --amqp-url: the lab file has no RabbitMQ store",
         ),
         (
             "examples/python-rabbitmq/crashlab.toml",
+            "http://127.0.0.1:1/",
+            &none,
+            2,
+            "crashlab: --amqp-url http://127.0.0.1:1/: not an AMQP URL",
+        ),
+        (
+            "examples/python-rabbitmq/crashlab.toml",
+            "amqp://guest:guest@127.0.0.1:1/%2f",
+            &o,
+            2,
+            "crashlab: output directory",
+        ),
+        (
+            "examples/python-rabbitmq/crashlab.toml",
+            "amqp://guest:guest@127.0.0.1:1/%2f",
+            &none,
             69,
             "crashlab: cannot reach RabbitMQ at amqp://guest:***@127.0.0.1:1/%2f",
         ),
@@ -825,9 +900,9 @@ fn the_python_outbox_over_rabbitmq_breaks_where_predicted_and_its_queue_copies_a
                 "driver",
                 lab,
                 "--amqp-url",
-                "amqp://guest:guest@127.0.0.1:1/%2f",
+                url,
                 "--out",
-                none.to_str().unwrap(),
+                out_dir.to_str().unwrap(),
             ],
         );
         assert_eq!(code(&out), code_, "{}", stderr(&out));

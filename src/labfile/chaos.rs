@@ -72,6 +72,7 @@ pub fn chaos(lab: &UserLab, options: &Options, plan: &Plan) -> Result<i32> {
             scenario.name
         )));
     }
+    super::out::check_given(&options.out)?;
     // Before the output directory: a server that cannot start leaves nothing behind.
     let servers =
         super::servers::Server::start(lab, options.pg_url.as_deref(), options.amqp_url.as_deref())?;

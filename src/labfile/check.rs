@@ -100,6 +100,17 @@ fn anomaly(name: &Spanned<String>) -> Checked<Anomaly> {
 fn resolve(file: FileLab, path: &Path, dir: &Path) -> Checked<UserLab> {
     let mut stores = Vec::new();
     for (name, store) in &file.stores {
+        // A store's name is a SQL schema name in every query (`app.orders`), a placeholder's
+        // key and, on a server, its copy's file name: a plain identifier.
+        let identifier = name.len() <= 64
+            && name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+        if !identifier {
+            return Err(at(
+                store,
+                format!("a store's name '{name}': use letters, digits and '_', a letter or '_' first, at most 64"),
+            ));
+        }
         let schema = match &store.get_ref().schema {
             None => None,
             Some(schema) => Some(std::fs::read_to_string(dir.join(schema.get_ref())).map_err(

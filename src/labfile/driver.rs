@@ -19,6 +19,7 @@ use crate::fail;
 /// where the file says, its checks read, every invariant held as predicted.
 pub fn driver(lab: &UserLab, options: &Options) -> Result<i32> {
     let design = designs(lab, "--variants", &options.designs)?[0];
+    super::out::check_given(&options.out)?;
     // Before the output directory: a server that cannot start leaves nothing behind.
     let servers =
         super::servers::Server::start(lab, options.pg_url.as_deref(), options.amqp_url.as_deref())?;

@@ -205,6 +205,7 @@ pub fn judge(
 /// `crashlab explore FILE`.
 pub fn explore(lab: &UserLab, options: &Options) -> Result<i32> {
     let chosen = designs(lab, "--variants", &options.designs)?;
+    super::out::check_given(&options.out)?;
     // Before the output directory: a server that cannot start leaves nothing behind.
     let servers =
         super::servers::Server::start(lab, options.pg_url.as_deref(), options.amqp_url.as_deref())?;

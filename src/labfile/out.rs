@@ -7,6 +7,15 @@ use anyhow::{Context, Result};
 
 use super::lab::UserLab;
 
+/// Refuse an output the run cannot claim (one that exists, a `.partial` left behind) before a
+/// server starts: the mistake said at once, nothing started for it.
+pub(super) fn check_given(given: &Option<PathBuf>) -> Result<()> {
+    match given {
+        Some(out) => crate::engine::driver::check_out(out).map(drop),
+        None => Ok(()),
+    }
+}
+
 /// Run `body` into the output as every run does: `--out` (or the default under
 /// `target/lab/`) claimed as `DIR.partial`, locked for this process's life, renamed to DIR
 /// when complete. SIGINT, SIGTERM or SIGHUP kill the roles' process groups, remove the

@@ -217,8 +217,11 @@ impl Made {
     }
 
     /// Read each store on a server back into its SQLite file in `dir`, replacing the last
-    /// copy. `quiet`: no role runs, so a queue first settles (see `queue::copy`).
+    /// copy. `quiet`: no role runs, so a queue first settles (see `queue::copy`). A store
+    /// that cannot be read back is left with no copy, never the last one: the run records
+    /// why (the first error), and the audit finds no copy that says otherwise.
     pub fn read_back(&self, dir: &Path, stores: &[StoreDef], quiet: bool) -> Result<()> {
+        let mut first = Ok(());
         for store in stores.iter().filter(|s| s.kind.on_server()) {
             let place = self
                 .place(&store.name)
@@ -228,15 +231,21 @@ impl Made {
                 StoreKind::Postgres => super::postgres::copy(&place.url, &file),
                 _ => super::queue::copy(&place.url, &place.name, &file, quiet),
             };
-            copied.with_context(|| {
-                format!(
-                    "store '{}': reading it back from {}",
+            let Err(e) = copied else { continue };
+            let e = match super::stores::remove_copy(&file) {
+                Ok(()) => e,
+                Err(removing) => removing.context(format!("{e:#}")),
+            };
+            if first.is_ok() {
+                first = Err(e.context(format!(
+                    "store '{}': {} {}",
                     store.name,
+                    super::stores::UNREAD,
                     store.kind.name()
-                )
-            })?;
+                )));
+            }
         }
-        Ok(())
+        first
     }
 }
 

@@ -8,6 +8,10 @@ use anyhow::{Context, Result};
 
 use super::lab::{StoreDef, StoreKind};
 
+/// What a run records of a store on a server it could not read back: `store 'NAME': reading
+/// it back from KIND: why`, and it keeps no copy of it; the audit knows the two go together.
+pub const UNREAD: &str = "reading it back from";
+
 /// A queue's copy: its ready messages in the order the broker delivers them, each body as
 /// text (a body that is not UTF-8 with U+FFFD for its bad bytes).
 pub const QUEUE_TABLE: &str = "CREATE TABLE messages (\
@@ -100,6 +104,15 @@ pub fn keep_stores(dir: &Path, stores: &[StoreDef], to: &Path) -> Result<()> {
 /// journal files. Written once, and made again before it is next read: nothing to roll back
 /// or flush if this process dies halfway.
 pub fn fresh_copy(file: &Path) -> Result<rusqlite::Connection> {
+    remove_copy(file)?;
+    let conn = rusqlite::Connection::open(file)?;
+    conn.pragma_update(None, "journal_mode", "OFF")?;
+    conn.pragma_update(None, "synchronous", "OFF")?;
+    Ok(conn)
+}
+
+/// Remove a store's copy at `file` and its journal files, where there are any.
+pub fn remove_copy(file: &Path) -> Result<()> {
     for suffix in STORE_SUFFIXES {
         let path = format!("{}{suffix}", file.display());
         match std::fs::remove_file(&path) {
@@ -109,8 +122,25 @@ pub fn fresh_copy(file: &Path) -> Result<rusqlite::Connection> {
             _ => {}
         }
     }
-    let conn = rusqlite::Connection::open(file)?;
-    conn.pragma_update(None, "journal_mode", "OFF")?;
-    conn.pragma_update(None, "synchronous", "OFF")?;
-    Ok(conn)
+    Ok(())
+}
+
+/// Whether `recorded` (a check's value, or why a run's stores were unreadable) says `store`,
+/// on a server, could not be read back: the run kept no copy of it then.
+pub fn unread(store: &StoreDef, recorded: &str) -> bool {
+    let text = recorded.strip_prefix("error: ").unwrap_or(recorded);
+    store.kind.on_server() && text.starts_with(&format!("store '{}': {UNREAD} ", store.name))
+}
+
+/// Whether a check's value `recorded` says a store could not be read back, and `reread`, the
+/// check run again on the kept stores, finds that store's copy missing: the two agree.
+pub fn unread_agrees(stores: &[StoreDef], recorded: &str, reread: &str) -> bool {
+    stores.iter().any(|s| {
+        unread(s, recorded)
+            && reread
+                == format!(
+                    "error: store '{}': no file {} after the run",
+                    s.name, s.file
+                )
+    })
 }

@@ -294,6 +294,13 @@ pub fn reach(url: &str) -> Result<()> {
 
 /// Reach a broker the user gave: 69 naming it when it cannot be reached.
 pub fn reach_given(url: &str) -> Result<()> {
+    // A URL that names no broker is bad input (2), not a broker that is down (69).
+    url.parse::<lapin::uri::AMQPUri>().map_err(|e| {
+        fail::usage(format!(
+            "--amqp-url {}: not an AMQP URL: {e}",
+            super::postgres::redact(url)
+        ))
+    })?;
     reach(url).map_err(|e| {
         fail::unavailable(format!(
             "cannot reach RabbitMQ at {} (--amqp-url): {}",

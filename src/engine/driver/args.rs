@@ -64,6 +64,22 @@ const NAME_BYTES_MAX: usize = 255;
 /// A path a user gave, refused when it exists; its `.partial` sibling is where the run writes
 /// until it is complete, so the final directory appears whole or not at all.
 pub fn claim_out(out: &Path) -> Result<PathBuf> {
+    let partial = check_out(out)?;
+    if let Some(parent) = out.parent().filter(|p| !p.as_os_str().is_empty()) {
+        fs::create_dir_all(parent).map_err(|e| out_error(e, parent))?;
+    }
+    fs::create_dir(&partial).map_err(|e| out_error(e, &partial))?;
+    // Held until this process ends, however it ends (a SIGKILL included).
+    if let Err(e) = crate::owner::lock_for_life(&partial) {
+        let _ = fs::remove_dir(&partial);
+        return Err(fail::io(format!("locking {}: {e}", partial.display())));
+    }
+    Ok(partial)
+}
+
+/// What `claim_out` refuses, found without making anything: a run that starts servers first
+/// says so before they start. The `.partial` sibling it would write.
+pub fn check_out(out: &Path) -> Result<PathBuf> {
     if out.exists() {
         return Err(fail::usage(format!(
             "output directory {} already exists; choose a new one (evidence is never overwritten)",
@@ -109,15 +125,6 @@ pub fn claim_out(out: &Path) -> Result<PathBuf> {
             out.display(),
             file.display()
         )));
-    }
-    if let Some(parent) = out.parent().filter(|p| !p.as_os_str().is_empty()) {
-        fs::create_dir_all(parent).map_err(|e| out_error(e, parent))?;
-    }
-    fs::create_dir(&partial).map_err(|e| out_error(e, &partial))?;
-    // Held until this process ends, however it ends (a SIGKILL included).
-    if let Err(e) = crate::owner::lock_for_life(&partial) {
-        let _ = fs::remove_dir(&partial);
-        return Err(fail::io(format!("locking {}: {e}", partial.display())));
     }
     Ok(partial)
 }

@@ -57,7 +57,7 @@ mod table;
 use guards::{after_crash, cuttable, servers_killable, write_cuts};
 use step::{io_failure, readback_key, Ctx};
 
-pub use args::{apply_moves, claim_out, default_out, utc_stamp};
+pub use args::{apply_moves, check_out, claim_out, default_out, utc_stamp};
 pub use pragmas::{pragmas, pragmas_of};
 
 pub struct Run {

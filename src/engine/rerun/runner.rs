@@ -159,6 +159,16 @@ pub fn recorded(dir: &Path) -> Result<Recorded> {
             .ok_or_else(|| fail::usage(format!("{where_}: command holds a non-string")))?,
         None => return Err(fail::usage(format!("{where_}: records no command"))),
     };
+    // The evidence masks a server URL's password: a rerun would knock with `***` and fail as
+    // if the code had changed. Said instead, before anything runs.
+    if let Some(masked) = command
+        .iter()
+        .find(|a| a.contains(":***@") || a.contains("=***"))
+    {
+        return Err(fail::usage(format!(
+            "{where_}: the run reached a server of yours whose password the evidence masks ({masked}): run its command again by hand"
+        )));
+    }
     let lab_file = match source == crate::labfile::evidence::RECORD {
         true => Some(super::lab_file::found_again(&value, &where_)?),
         false => None,
