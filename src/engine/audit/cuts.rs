@@ -208,13 +208,18 @@ pub(super) fn same_as_derived(
             cut["prefix_at"], d.prefix_at
         ));
     }
-    let files = cut["files"].as_array().cloned().unwrap_or_default();
+    // A cut's files are a set: its log gives them by path, and the cut may list them in the
+    // order it met them (two roles' files cut at one moment), so both are read by path.
+    let mut files = cut["files"].as_array().cloned().unwrap_or_default();
+    files.sort_by(|a, b| a["path"].as_str().cmp(&b["path"].as_str()));
+    let mut derived: Vec<_> = d.files.iter().collect();
+    derived.sort_by(|a, b| a.path.cmp(&b.path));
     let paths: Vec<&str> = files.iter().filter_map(|f| f["path"].as_str()).collect();
-    let want: Vec<&str> = d.files.iter().map(|f| f.path.as_str()).collect();
+    let want: Vec<&str> = derived.iter().map(|f| f.path.as_str()).collect();
     if paths != want {
         differ(format!("files {paths:?}, its log gives {want:?}"));
     }
-    for (entry, w) in files.iter().zip(&d.files) {
+    for (entry, w) in files.iter().zip(derived) {
         let before = entry["size_before"].as_u64();
         let action = entry["action"].as_str().unwrap_or_default();
         // `missing`: a file to roll back that was not on disk, which only the disk says.
