@@ -31,6 +31,19 @@ fn children() -> std::sync::MutexGuard<'static, Vec<libc::pid_t>> {
     CHILDREN.lock().unwrap_or_else(|p| p.into_inner())
 }
 
+/// Held for reading from fork to `children` listing the child (spawns on several threads go
+/// on side by side), and for writing while a sweep lists this process's children: a sweep
+/// never meets a child not listed yet.
+static SPAWNING: std::sync::RwLock<()> = std::sync::RwLock::new(());
+
+fn spawning() -> std::sync::RwLockReadGuard<'static, ()> {
+    SPAWNING.read().unwrap_or_else(|p| p.into_inner())
+}
+
+fn sweeping() -> std::sync::RwLockWriteGuard<'static, ()> {
+    SPAWNING.write().unwrap_or_else(|p| p.into_inner())
+}
+
 /// A child was reaped (its pid may be reused from now on): forget it.
 pub fn forget(pid: libc::pid_t) {
     children().retain(|p| *p != pid);

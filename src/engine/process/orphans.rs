@@ -55,8 +55,8 @@ fn spared() -> std::sync::MutexGuard<'static, Vec<libc::pid_t>> {
 ///
 /// Roles of other scenario runs may run meanwhile, on other threads (explore --jobs): their
 /// leaders, not reaped yet, are listed (`children`), and so is every process still in one of
-/// their groups; neither is swept. The list is read under the lock `spawn` holds from fork to
-/// listing, so a role being started is never taken for an orphan. An orphan that left its
+/// their groups; neither is swept. The list is read once no spawn is under way (`sweeping`),
+/// so a role being started is never taken for an orphan. An orphan that left its
 /// group (`setsid`) cannot be told apart, and whichever sweep comes first kills it.
 pub fn sweep(group: libc::pid_t, bound: Duration, keep: &[libc::pid_t]) -> bool {
     let Some(group) = Pid::from_raw(group) else {
@@ -68,7 +68,8 @@ pub fn sweep(group: libc::pid_t, bound: Duration, keep: &[libc::pid_t]) -> bool 
         let _ = kill_process_group(group, Signal::KILL);
         let passed = spared().clone();
         let children = {
-            let live = super::children();
+            let _sweeping = super::sweeping();
+            let live = super::children().clone();
             let others =
                 |pid: libc::pid_t| pid != group.as_raw_nonzero().get() && live.contains(&pid);
             let children: Vec<Pid> = children_of(getpid())

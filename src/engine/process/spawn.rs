@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use anyhow::{Context, Result};
 
-use super::{children, die_with_parent};
+use super::{children, die_with_parent, spawning};
 use crate::events;
 use crate::interrupt;
 
@@ -106,16 +106,16 @@ pub fn spawn_env(
     // Its own process group, whose id is its pid: a crash, a timeout or an interrupt kills
     // the whole tree a role's command forked (a shell script's children too).
     std::os::unix::process::CommandExt::process_group(&mut command, 0);
-    // Listed before any sweep can look: a sweep on another thread lists this process's
-    // children under the same lock, so it never takes this one for an orphan.
-    let mut live = children();
+    // Listed before any sweep can look: a sweep on another thread waits for every spawn under
+    // way (`spawning`), so it never takes this one for an orphan.
+    let spawning = spawning();
     let child = command.spawn().with_context(|| match args.first() {
         Some(first) => format!("starting {} {first}", exe.display()),
         None => format!("starting {}", exe.display()),
     })?;
     let pid = child.id() as libc::pid_t;
-    live.push(pid);
-    drop(live);
+    children().push(pid);
+    drop(spawning);
     // Reaped later with wait4; dropping the handle neither waits nor kills.
     drop(child);
     Ok(Started { pid, started })
