@@ -457,7 +457,7 @@ fn a_role_that_floods_its_stdout_is_killed_at_the_bound_not_at_its_timeout() {
 fn the_python_outbox_example_breaks_exactly_where_predicted() {
     let dir = tempfile::tempdir().unwrap();
     let o = dir.path().join("o");
-    let text = explore_all("examples/python-outbox/crashlab.toml", "1", &o);
+    let text = explore_all("examples/python-outbox/crashlab.toml", "2", &o);
     audit_passes(&o);
     // A crashed step's exit changed in the record: its events still show the crash.
     let record = o.join("labfile.json");
@@ -820,8 +820,8 @@ fn the_python_outbox_over_rabbitmq_breaks_where_predicted_and_its_queue_copies_a
         "{}",
         stderr(&out)
     );
-    // A queue a role deleted cannot be read back: the check says why, no copy is kept for
-    // it, and the audit takes the one for the other.
+    // Queues a role deleted cannot be read back: the check says why for each, no copy is
+    // kept for either, and the audit takes the one for the other.
     let gone = dir.path().join("gone");
     std::fs::create_dir(&gone).unwrap();
     let text = r#"id = "gone"
@@ -830,8 +830,11 @@ title = "A role deletes its queue"
 [stores.q]
 rabbitmq = true
 
+[stores.r]
+rabbitmq = true
+
 [roles.deleter]
-command = ["python3", "-c", "import pika, sys; pika.BlockingConnection(pika.URLParameters(sys.argv[1])).channel().queue_delete(sys.argv[2])", "{store.q}", "{store.q.queue}"]
+command = ["python3", "-c", "import pika, sys; c = pika.BlockingConnection(pika.URLParameters(sys.argv[1])).channel(); [c.queue_delete(q) for q in sys.argv[2:]]", "{store.q}", "{store.q.queue}", "{store.r.queue}"]
 
 [[scenarios]]
 name = "deleted"
@@ -850,10 +853,11 @@ predict = []
     let out = crashlab(&gone, &["driver", "crashlab.toml", "--out", "o"]);
     assert_eq!(code(&out), 1, "{}{}", stdout(&out), stderr(&out));
     assert!(
-        stdout(&out).contains("error: store 'q': reading it back from rabbitmq"),
+        stdout(&out).contains("error: store 'q': reading it back from rabbitmq: the queue is gone; store 'r': reading it back from rabbitmq"),
         "{}",
         stdout(&out)
     );
+    assert!(!gone.join("o/deleted/r.rabbitmq.db").exists());
     assert!(!gone
         .join("o/deleted/02-check-left.stores/q.rabbitmq.db")
         .exists());

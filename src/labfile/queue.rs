@@ -15,25 +15,31 @@ use anyhow::{Context, Result};
 use crate::engine::state::server::queue;
 
 /// How long a quiet read (no role running) waits for the broker to take back what the roles'
-/// closed connections held: a consumer the broker still counts holds its unacked messages.
+/// closed connections held.
 pub const SETTLE_WAIT: Duration = Duration::from_secs(5);
-const SETTLE_SLICE: Duration = Duration::from_millis(10);
+const SETTLE_SLICE: Duration = Duration::from_millis(25);
 
 /// Queue `name` at `url` into a new SQLite file `file`. When `quiet` (no role runs), first
-/// wait until the queue has no consumer, so that every message a dead role held is back.
+/// wait until the queue has no consumer (a consumer the broker still counts holds its unacked
+/// messages) and its ready count held still across two looks SETTLE_SLICE apart (a role that
+/// took messages with `basic.get` is counted as no consumer: they come back once the broker
+/// has seen its connection close, which a dead process's closes at once).
 pub fn copy(url: &str, name: &str, file: &Path, quiet: bool) -> Result<()> {
     if quiet {
         let deadline = Instant::now() + SETTLE_WAIT;
+        let mut ready = None;
         loop {
             let looked = queue::look(url, name)?.context("the queue is gone")?;
-            if looked.consumers == 0 {
+            if looked.consumers == 0 && ready == Some(looked.ready) {
                 break;
             }
+            ready = (looked.consumers == 0).then_some(looked.ready);
             anyhow::ensure!(
                 Instant::now() < deadline,
-                "the queue still has {} consumers {} s after every role ended",
+                "the queue did not settle within {} s with no role running ({} consumers, {} ready)",
+                SETTLE_WAIT.as_secs(),
                 looked.consumers,
-                SETTLE_WAIT.as_secs()
+                looked.ready
             );
             std::thread::sleep(SETTLE_SLICE);
         }

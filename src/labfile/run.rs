@@ -192,6 +192,8 @@ pub fn scenario_killed(
             StepDef::Stop { name, step } => {
                 let at = running.iter().position(|b| b.index == *step);
                 let bg = running.remove(at.expect("lab check: a stop names a running step"));
+                // Reaped by its stop from here on: its pid may soon be another run's child.
+                reaper.0.retain(|p| *p != bg.launched.started.pid);
                 let (record, own) = stop_background(setup, bg, name, &pids(&running))?;
                 steps[*step] = record;
                 own

@@ -218,10 +218,11 @@ impl Made {
 
     /// Read each store on a server back into its SQLite file in `dir`, replacing the last
     /// copy. `quiet`: no role runs, so a queue first settles (see `queue::copy`). A store
-    /// that cannot be read back is left with no copy, never the last one: the run records
-    /// why (the first error), and the audit finds no copy that says otherwise.
+    /// that cannot be read back is left with no copy, never the last one: the error names
+    /// every such store (`store 'NAME': reading it back from KIND: why`, joined by `; `), the
+    /// run records it, and the audit finds no copy that says otherwise.
     pub fn read_back(&self, dir: &Path, stores: &[StoreDef], quiet: bool) -> Result<()> {
-        let mut first = Ok(());
+        let mut failed: Vec<String> = Vec::new();
         for store in stores.iter().filter(|s| s.kind.on_server()) {
             let place = self
                 .place(&store.name)
@@ -236,16 +237,18 @@ impl Made {
                 Ok(()) => e,
                 Err(removing) => removing.context(format!("{e:#}")),
             };
-            if first.is_ok() {
-                first = Err(e.context(format!(
-                    "store '{}': {} {}",
-                    store.name,
-                    super::stores::UNREAD,
-                    store.kind.name()
-                )));
-            }
+            failed.push(format!(
+                "store '{}': {} {}: {}",
+                store.name,
+                super::stores::UNREAD,
+                store.kind.name(),
+                crate::fail::one_line(&e)
+            ));
         }
-        first
+        match failed.is_empty() {
+            true => Ok(()),
+            false => Err(anyhow::anyhow!("{}", failed.join("; "))),
+        }
     }
 }
 

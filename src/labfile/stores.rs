@@ -125,18 +125,23 @@ pub fn remove_copy(file: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Whether `recorded` (a check's value, or why a run's stores were unreadable) says `store`,
-/// on a server, could not be read back: the run kept no copy of it then.
-pub fn unread(store: &StoreDef, recorded: &str) -> bool {
-    let text = recorded.strip_prefix("error: ").unwrap_or(recorded);
-    store.kind.on_server() && text.starts_with(&format!("store '{}': {UNREAD} ", store.name))
+/// Whether `unreadable` (why a run's stores were unreadable, or a check's value after its
+/// `error: `) says `store`, on a server, could not be read back: the run kept no copy of it.
+pub fn unread(store: &StoreDef, unreadable: &str) -> bool {
+    let said = format!("store '{}': {UNREAD} ", store.name);
+    store.kind.on_server()
+        && unreadable.starts_with("store '")
+        && (unreadable.starts_with(&said) || unreadable.contains(&format!("; {said}")))
 }
 
-/// Whether a check's value `recorded` says a store could not be read back, and `reread`, the
-/// check run again on the kept stores, finds that store's copy missing: the two agree.
+/// Whether a check's value `recorded` says stores could not be read back, and `reread`, the
+/// check run again on the kept stores, finds the first of them missing: the two agree.
 pub fn unread_agrees(stores: &[StoreDef], recorded: &str, reread: &str) -> bool {
+    let Some(unreadable) = recorded.strip_prefix("error: ") else {
+        return false;
+    };
     stores.iter().any(|s| {
-        unread(s, recorded)
+        unread(s, unreadable)
             && reread
                 == format!(
                     "error: store '{}': no file {} after the run",

@@ -1,5 +1,5 @@
 //! The queues crashlab makes for a run on a broker: declared with the lab's arguments, purged,
-//! looked for. Every call is one bounded connection.
+//! looked for, deleted. Every call is one connection, each of its steps bounded.
 
 use anyhow::{Context, Result};
 use lapin::options::{QueueDeclareOptions, QueueDeleteOptions, QueuePurgeOptions};
@@ -60,7 +60,25 @@ enum Op {
     Delete,
 }
 
-/// `op` on each of queues `names`, over one connection.
+/// How long one broker call of `each` may take.
+const CALL_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// A broker call bounded by CALL_WAIT: a broker that does not answer is unavailable (69).
+async fn bounded<T>(
+    what: &str,
+    call: impl std::future::Future<Output = lapin::Result<T>>,
+) -> Result<T> {
+    match tokio::time::timeout(CALL_WAIT, call).await {
+        Ok(done) => done.with_context(|| what.to_string()),
+        Err(_) => Err(fail::unavailable(format!(
+            "{what}: no answer within {} s",
+            CALL_WAIT.as_secs()
+        ))),
+    }
+}
+
+/// `op` on each of queues `names`, over one connection, each call bounded. Every queue is
+/// tried; the first error is returned (one delete that fails leaves the others done).
 fn each(url: &str, names: &[&str], op: Op) -> Result<()> {
     check_ours(names);
     if names.is_empty() {
@@ -68,32 +86,41 @@ fn each(url: &str, names: &[&str], op: Op) -> Result<()> {
     }
     block_on(async {
         let connection = connect(url).await.map_err(|e| unreachable(url, &e))?;
-        let channel = connection.create_channel().await?;
+        let mut first = Ok(());
         for name in names {
-            let queue = (*name).into();
-            let done = match op {
-                Op::Declare(queue_type) => channel
-                    .queue_declare(queue, options(false), arguments(queue_type))
+            // A refused operation closes its channel: each queue on one of its own.
+            let done = async {
+                let channel = bounded("opening a channel", connection.create_channel()).await?;
+                let queue = (*name).into();
+                match op {
+                    Op::Declare(queue_type) => bounded(
+                        &format!("declaring queue {name}"),
+                        channel.queue_declare(queue, options(false), arguments(queue_type)),
+                    )
                     .await
                     .map(drop),
-                Op::Purge => channel
-                    .queue_purge(queue, QueuePurgeOptions::default())
+                    Op::Purge => bounded(
+                        &format!("purging queue {name}"),
+                        channel.queue_purge(queue, QueuePurgeOptions::default()),
+                    )
                     .await
                     .map(drop),
-                Op::Delete => channel
-                    .queue_delete(queue, QueueDeleteOptions::default())
+                    Op::Delete => bounded(
+                        &format!("deleting queue {name}"),
+                        channel.queue_delete(queue, QueueDeleteOptions::default()),
+                    )
                     .await
                     .map(drop),
-            };
-            let verb = match op {
-                Op::Declare(_) => "declaring",
-                Op::Purge => "purging",
-                Op::Delete => "deleting",
-            };
-            done.with_context(|| format!("{verb} queue {name}"))?;
+                }
+            }
+            .await;
+            if let (Err(e), true) = (done, first.is_ok()) {
+                first = Err(e);
+            }
         }
-        let _ = connection.close(200, "crashlab: done".into()).await;
-        Ok(())
+        let _ =
+            tokio::time::timeout(CALL_WAIT, connection.close(200, "crashlab: done".into())).await;
+        first
     })?
 }
 

@@ -229,7 +229,11 @@ fn check_run(report: &mut Report, tree: &Tree, lab: &UserLab, record: &Record, r
                     continue;
                 };
                 let kept = format!("{dir}/{}", run::stores_dir(i, &step.name));
-                let unread = step.check.as_ref().map_or("", |c| c.0.as_str());
+                let unread = step
+                    .check
+                    .as_ref()
+                    .and_then(|c| c.0.strip_prefix("error: "))
+                    .unwrap_or("");
                 let Some(value) = on_kept(report, tree, &kept, &lab.stores, unread, |d| {
                     run::check_value(d, &lab.stores, &def.sql)
                 }) else {

@@ -46,7 +46,11 @@ fn sweeping() -> std::sync::RwLockWriteGuard<'static, ()> {
 
 /// A child was reaped (its pid may be reused from now on): forget it.
 pub fn forget(pid: libc::pid_t) {
-    children().retain(|p| *p != pid);
+    // One entry: another thread may have been given the same pid since this one was reaped.
+    let mut live = children();
+    if let Some(at) = live.iter().position(|p| *p == pid) {
+        live.swap_remove(at);
+    }
 }
 
 /// The last word of an interrupted run: every child not reaped yet killed (none may outlive

@@ -1,8 +1,9 @@
 //! What a user's role leaves behind. Its process group is killed when it ends, but a process
 //! may leave the group (`setsid`, a shell with job control) and a killed process takes a
 //! moment to die. This process becomes the reaper of its orphans, so whatever a role started
-//! comes back here when its parent dies; `sweep` kills and reaps all of it, and returns only
-//! once nothing of the group is left, so the next step never meets a dying one's lock.
+//! comes back here when its parent dies; `sweep` kills and reaps it (but what still belongs
+//! to another run's role, under explore --jobs), and returns only once nothing of the group
+//! is left, so the next step never meets a dying one's lock.
 
 use std::time::{Duration, Instant};
 
@@ -41,12 +42,20 @@ pub fn spare(pid: libc::pid_t) {
     spared().push(pid);
 }
 
-/// The children no sweep kills: those from before the first role (`adopt_orphans`), and
-/// those a sweep could not end within its bound (blamed once, on the step that left them).
+/// The children no sweep kills: those from before the first role (`adopt_orphans`), and the
+/// servers this process started for its roles (`spare`).
 static SPARED: std::sync::Mutex<Vec<libc::pid_t>> = std::sync::Mutex::new(Vec::new());
 
 fn spared() -> std::sync::MutexGuard<'static, Vec<libc::pid_t>> {
     SPARED.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// The orphans a sweep could not end within its bound: later sweeps pass them by, blamed
+/// once; an interrupted run's last sweep (`sweep_orphans`) still kills them.
+static ABANDONED: std::sync::Mutex<Vec<libc::pid_t>> = std::sync::Mutex::new(Vec::new());
+
+fn abandoned() -> std::sync::MutexGuard<'static, Vec<libc::pid_t>> {
+    ABANDONED.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// SIGKILL the process group `group` and every child of this process but those in `keep`
@@ -66,7 +75,8 @@ pub fn sweep(group: libc::pid_t, bound: Duration, keep: &[libc::pid_t]) -> bool 
     let mut slice = SLICE;
     loop {
         let _ = kill_process_group(group, Signal::KILL);
-        let passed = spared().clone();
+        let mut passed = spared().clone();
+        passed.extend(abandoned().iter());
         let children = {
             let _sweeping = super::sweeping();
             let live = super::children().clone();
@@ -97,7 +107,7 @@ pub fn sweep(group: libc::pid_t, bound: Duration, keep: &[libc::pid_t]) -> bool 
         }
         if Instant::now() >= deadline {
             // Blamed on this step; a later step's sweep passes them by.
-            spared().extend(children.iter().map(|c| c.as_raw_nonzero().get()));
+            abandoned().extend(children.iter().map(|c| c.as_raw_nonzero().get()));
             return false;
         }
         // Quick for the common case (a killed process dies within milliseconds), and no busy

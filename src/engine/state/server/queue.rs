@@ -1,7 +1,8 @@
 //! A RabbitMQ queue as a store: its state is its ready messages. The logical digest is the
 //! count a passive declare reports (reading the messages would change their redelivered
-//! flag); the kept copy lists them, taken with `basic.get` and returned unacked, at the end
-//! of a scenario when nothing else runs.
+//! flag); the kept copy lists them, taken with `basic.get` and returned unacked: a built-in
+//! lab's at the end of a scenario when nothing else runs, a lab file's queue store at each
+//! check step too (`labfile::queue`).
 
 use std::time::Duration;
 
