@@ -243,12 +243,7 @@ impl Places {
     /// program, and the run's stores.
     pub fn real(lab: &UserLab, dir: &Path, made: Option<&servers::Made>) -> Places {
         let run = dir.display().to_string();
-        let mut stores: Vec<(String, String)> = lab
-            .stores
-            .iter()
-            .filter(|s| !s.kind.on_server())
-            .map(|s| (s.name.clone(), format!("{run}/{}", s.file)))
-            .collect();
+        let mut stores = files(lab, &run);
         stores.extend(made.map(servers::Made::placeholders).unwrap_or_default());
         Places {
             lab: lab.dir.display().to_string(),
@@ -266,12 +261,7 @@ impl Places {
     /// `{store.NAME.queue}`).
     pub fn recorded(lab: &UserLab) -> Places {
         // Each `{store.KEY}` of a store on a server stands for itself.
-        let stores = lab
-            .stores
-            .iter()
-            .filter(|s| !s.kind.on_server())
-            .map(|s| (s.name.clone(), format!("{{run}}/{}", s.file)))
-            .collect();
+        let stores = files(lab, "{run}");
         Places {
             lab: "{lab}".into(),
             run: "{run}".into(),
@@ -279,6 +269,15 @@ impl Places {
             stores,
         }
     }
+}
+
+/// Each SQLite store's path in the run's directory `run`, by name.
+fn files(lab: &UserLab, run: &str) -> Vec<(String, String)> {
+    lab.stores
+        .iter()
+        .filter(|s| !s.kind.on_server())
+        .map(|s| (s.name.clone(), format!("{run}/{}", s.file)))
+        .collect()
 }
 
 /// A role's command line with its placeholders filled in.

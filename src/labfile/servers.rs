@@ -136,45 +136,41 @@ impl Server {
             places: Vec::new(),
         };
         let mut admin = None;
-        for (i, store) in stores.iter().enumerate() {
+        for (i, store) in stores
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.kind.on_server())
+        {
             let name = names::of(&format!("{}_{run}", self.tag), &format!("s{i}"))?;
-            match store.kind {
-                StoreKind::Sqlite => continue,
-                StoreKind::Postgres => {
-                    let admin_url = self.pg_url.as_deref().expect("started for this store");
-                    // The URL before the database: a URL that cannot name one makes nothing.
-                    let url = servers::postgres::database_url(admin_url, &name)?;
-                    // Kept before it is made: a database made, whatever fails next, is dropped.
-                    made.places.push(Place {
-                        store: store.name.clone(),
-                        kind: store.kind,
-                        name: name.clone(),
-                        url: url.clone(),
-                    });
-                    let admin = match &mut admin {
-                        Some(admin) => admin,
-                        None => admin.insert(servers::postgres::admin(admin_url)?),
-                    };
-                    servers::postgres::create_database(admin, &name)?;
-                    if let Some(schema) = &store.schema {
-                        let mut client = servers::postgres::admin(&url)?;
-                        client.batch_execute(schema).with_context(|| {
-                            format!("store '{}': its schema on PostgreSQL", store.name)
-                        })?;
-                    }
-                }
-                StoreKind::Rabbitmq => {
-                    let url = self.amqp_url.clone().expect("started for this store");
-                    made.places.push(Place {
-                        store: store.name.clone(),
-                        kind: store.kind,
-                        name: name.clone(),
-                        url: url.clone(),
-                    });
-                    // Durable and classic, as a role's plain durable declare finds it.
-                    servers::queues::declare(&url, &[&name], Default::default())
-                        .with_context(|| format!("store '{}': its queue", store.name))?;
-                }
+            let pg_url = || self.pg_url.as_deref().expect("started for this store");
+            // The URL before the database: a URL that cannot name one makes nothing.
+            let url = match store.kind {
+                StoreKind::Postgres => servers::postgres::database_url(pg_url(), &name)?,
+                _ => self.amqp_url.clone().expect("started for this store"),
+            };
+            // Kept before it is made: a database or queue made, whatever fails next, goes.
+            made.places.push(Place {
+                store: store.name.clone(),
+                kind: store.kind,
+                name: name.clone(),
+                url: url.clone(),
+            });
+            if store.kind == StoreKind::Rabbitmq {
+                // Durable and classic, as a role's plain durable declare finds it.
+                servers::queues::declare(&url, &[&name], Default::default())
+                    .with_context(|| format!("store '{}': its queue", store.name))?;
+                continue;
+            }
+            let admin = match &mut admin {
+                Some(admin) => admin,
+                None => admin.insert(servers::postgres::admin(pg_url())?),
+            };
+            servers::postgres::create_database(admin, &name)?;
+            if let Some(schema) = &store.schema {
+                let mut client = servers::postgres::admin(&url)?;
+                client
+                    .batch_execute(schema)
+                    .with_context(|| format!("store '{}': its schema on PostgreSQL", store.name))?;
             }
         }
         Ok(made)

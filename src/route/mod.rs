@@ -129,14 +129,7 @@ pub fn run(command: Command) -> Result<i32> {
             )?;
             // One case at a time unless asked: a user's roles may share what crashlab does not
             // give each run (a fixed port, a file outside {run}).
-            options.jobs = args.jobs.unwrap_or(1);
-            if options.jobs == 0 || options.jobs > engine::explore::JOBS_MAX {
-                return Err(fail::usage(format!(
-                    "--jobs {} is out of range (1 to {})",
-                    options.jobs,
-                    engine::explore::JOBS_MAX
-                )));
-            }
+            options.jobs = engine::explore::check_jobs(args.jobs.unwrap_or(1))?;
             crate::labfile::explore::explore(&file, &options)
         }
         Command::Points { lab: name, json } => {

@@ -150,6 +150,16 @@ fn fs_kind(dir: &Path) -> String {
 /// The most cases run at once.
 pub const JOBS_MAX: usize = 64;
 
+/// `--jobs N`, refused (exit 2) outside 1 to JOBS_MAX.
+pub fn check_jobs(jobs: usize) -> Result<usize> {
+    if jobs == 0 || jobs > JOBS_MAX {
+        return Err(fail::usage(format!(
+            "--jobs {jobs} is out of range (1 to {JOBS_MAX})"
+        )));
+    }
+    Ok(jobs)
+}
+
 /// The plan of a lab, or a usage error for a lab without one.
 pub fn plan_of(lab: &LabStack) -> Result<&'static dyn ExplorePlan> {
     lab.explore.ok_or_else(|| {
@@ -286,12 +296,7 @@ pub fn command(args: &Args, recorded: Vec<String>) -> Result<i32> {
     let (power, designs) = designs_of(plan, args)?;
     let points = parse_points(lab, args.points.as_deref())?;
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let jobs = args.jobs.unwrap_or(cores.min(JOBS_MAX));
-    if jobs == 0 || jobs > JOBS_MAX {
-        return Err(fail::usage(format!(
-            "--jobs {jobs} is out of range (1 to {JOBS_MAX})"
-        )));
-    }
+    let jobs = check_jobs(args.jobs.unwrap_or(cores.min(JOBS_MAX)))?;
     if args.step_timeout_ms == 0 || args.step_timeout_ms > driver::STEP_TIMEOUT_MS_MAX {
         return Err(fail::usage(format!(
             "--step-timeout-ms {} is out of range (1 to {})",

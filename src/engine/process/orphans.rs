@@ -94,11 +94,7 @@ pub fn sweep(group: libc::pid_t, bound: Duration, keep: &[libc::pid_t]) -> bool 
                         && !in_other_group
                 })
                 .collect();
-            for child in &children {
-                let _ = kill_process(*child, Signal::KILL);
-                // Reaped once dead; a zombie still holds its group's id.
-                let _ = waitpid(Some(*child), WaitOptions::NOHANG);
-            }
+            kill_reap(&children);
             children
         };
         let group_gone = test_kill_process_group(group).is_err();
@@ -139,12 +135,18 @@ pub fn sweep_orphans(bound: Duration) {
         if children.is_empty() || Instant::now() >= deadline {
             return;
         }
-        for child in &children {
-            let _ = kill_process(*child, Signal::KILL);
-            let _ = waitpid(Some(*child), WaitOptions::NOHANG);
-        }
+        kill_reap(&children);
         std::thread::sleep(slice);
         slice = (slice * 2).min(SLICE_MAX);
+    }
+}
+
+/// SIGKILL each of `children`, and reap those already dead (a zombie still holds its
+/// group's id; one still dying is reaped at a later look).
+fn kill_reap(children: &[Pid]) {
+    for child in children {
+        let _ = kill_process(*child, Signal::KILL);
+        let _ = waitpid(Some(*child), WaitOptions::NOHANG);
     }
 }
 
